@@ -1,0 +1,382 @@
+"""The git gateway: the only module of the project that runs git or GitPython.
+
+Reads: a local repository (work tree or bare), or clones one bare and blob-less into a cache.
+Rules: history is read with one `git log` per pass, blob contents through one long-lived
+`git cat-file --batch` process fed in batches, never one subprocess per file. Blob-less clones
+get the blobs a batch needs in one `git fetch` before the batch is read, never one lazy fetch per
+object.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from mining.errors import GitError, NoNetworkError
+
+log = logging.getLogger(__name__)
+
+NULL_SHA = "0" * 40
+MODE_SUBMODULE = "160000"
+MODE_SYMLINK = "120000"
+
+_NETWORK_ERRORS = re.compile(
+    r"Could not resolve host|unable to access|Connection (refused|timed out)|"
+    r"Network is unreachable|Could not read from remote|Failed to connect",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class CommitMeta:
+    sha: str
+    parents: tuple[str, ...]
+    authored_at: str  # ISO 8601 with offset
+    committed_at: str
+    author: str
+    subject: str
+    body: str
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+    @property
+    def committed_datetime(self) -> datetime:
+        return datetime.fromisoformat(self.committed_at)
+
+
+@dataclass(frozen=True)
+class RawChange:
+    """One entry of `git log --raw` against the first parent."""
+
+    status: str  # A, M, D, R, C, T (score dropped)
+    old_mode: str
+    new_mode: str
+    old_blob: str
+    new_blob: str
+    path: str
+    old_path: str | None  # renames and copies only
+
+
+@dataclass(frozen=True)
+class NumStat:
+    additions: int | None  # None for binary files
+    deletions: int | None
+
+
+def _run(args: Sequence[str], cwd: Path, *, input: bytes | None = None) -> bytes:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, input=input, capture_output=True, check=False
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH") from exc
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        if _NETWORK_ERRORS.search(err):
+            raise NoNetworkError(f"git {args[0]} needs the network: {err.splitlines()[-1]}")
+        raise GitError(f"git {' '.join(args[:3])} failed: {err}", repo=str(cwd))
+    return proc.stdout
+
+
+class GitRepo:
+    """A repository on disk, opened through GitPython and read with batched git commands."""
+
+    def __init__(self, path: Path | str):
+        import git  # GitPython loads lazily: `import mining` stays light
+
+        self.path = Path(path).resolve()
+        try:
+            self._repo = git.Repo(self.path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise GitError(f"not a git repository: {self.path}") from exc
+        self.git_dir = Path(self._repo.git_dir)
+        promisor = self._repo.git.config("--get", "remote.origin.promisor", with_exceptions=False)
+        self.is_partial = promisor == "true"
+        self._present: set[str] | None = None
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def clone_or_fetch(cls, url: str, dest: Path) -> GitRepo:
+        """Clone `url` bare and blob-less into `dest`, or fetch into an existing clone there."""
+        import git
+
+        if (dest / "HEAD").exists():
+            repo = cls(dest)
+            log.info("fetching %s into %s", url, dest)
+            try:
+                repo._repo.git.fetch("origin", "--prune", "--no-tags")
+            except git.GitCommandError as exc:
+                raise _classify(exc, url) from exc
+            return repo
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        log.info("cloning %s (bare, blob-less) into %s", url, dest)
+        try:
+            git.Repo.clone_from(
+                url, dest, bare=True, multi_options=["--filter=blob:none", "--no-tags"]
+            )
+        except git.GitCommandError as exc:
+            raise _classify(exc, url) from exc
+        repo = cls(dest)
+        # A bare clone maps remote branches straight onto local ones; keep them updating.
+        repo._repo.git.config("remote.origin.fetch", "+refs/heads/*:refs/heads/*")
+        return repo
+
+    # -- refs and commits --------------------------------------------------------------------
+
+    def default_branch(self) -> str:
+        """The branch HEAD points at (origin's HEAD in a non-bare clone when it has one)."""
+        out = self._repo.git.symbolic_ref("-q", "refs/remotes/origin/HEAD", with_exceptions=False)
+        if out:
+            return out.removeprefix("refs/remotes/")
+        out = self._repo.git.symbolic_ref("-q", "HEAD", with_exceptions=False)
+        if not out:
+            raise GitError(
+                "HEAD is detached and origin/HEAD is unset; pass --branch", repo=str(self.path)
+            )
+        return out.removeprefix("refs/heads/")
+
+    def resolve(self, rev: str) -> str:
+        out = _run(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], self.path)
+        return out.decode().strip()
+
+    def has_commit(self, sha: str) -> bool:
+        proc = subprocess.run(
+            ["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=self.path, capture_output=True
+        )
+        return proc.returncode == 0
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        proc = subprocess.run(["git", "merge-base", a, b], cwd=self.path, capture_output=True)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def first_parent_commits(self, tip: str) -> list[CommitMeta]:
+        """The first-parent chain ending at `tip`, oldest first."""
+        fmt = "%x01%H%x00%P%x00%aI%x00%cI%x00%an <%ae>%x00%s%x00%b"
+        out = _run(["log", "--first-parent", "--reverse", f"--format={fmt}", tip, "--"], self.path)
+        commits = []
+        for rec in out.split(b"\x01")[1:]:
+            sha, parents, a_at, c_at, author, subject, body = rec.decode("utf-8", "replace").split(
+                "\x00", 6
+            )
+            commits.append(
+                CommitMeta(
+                    sha=sha,
+                    parents=tuple(parents.split()),
+                    authored_at=a_at,
+                    committed_at=c_at,
+                    author=author,
+                    subject=subject,
+                    body=body.rstrip("\n"),
+                )
+            )
+        return commits
+
+    # -- changes -----------------------------------------------------------------------------
+
+    def raw_changes(self, tip: str, stop_after: str | None = None) -> dict[str, list[RawChange]]:
+        """Changes of every first-parent commit up to `tip` against its first parent.
+
+        One `git log --raw` pass; `stop_after` excludes that commit and its ancestors.
+        """
+        rev = f"{stop_after}..{tip}" if stop_after else tip
+        out = _run(
+            [
+                "log",
+                "--first-parent",
+                "--diff-merges=first-parent",
+                "--raw",
+                "-M",
+                "-z",
+                "--no-abbrev",
+                "--format=%x01%H",
+                rev,
+                "--",
+            ],
+            self.path,
+        )
+        return {sha: changes for sha, changes, _ in _parse_log_z(out)}
+
+    def numstats(self, shas: Iterable[str]) -> dict[str, dict[str, NumStat]]:
+        """Added/deleted line counts per path for the given commits, in one git call."""
+        shas = list(shas)
+        if not shas:
+            return {}
+        out = _run(
+            [
+                "log",
+                "--stdin",
+                "--no-walk=unsorted",
+                "--diff-merges=first-parent",
+                "--numstat",
+                "-M",
+                "-z",
+                "--format=%x01%H",
+            ],
+            self.path,
+            input="\n".join(shas).encode() + b"\n",
+        )
+        return {sha: stats for sha, _, stats in _parse_log_z(out)}
+
+    # -- blobs -------------------------------------------------------------------------------
+
+    def prefetch_blobs(self, shas: Iterable[str]) -> None:
+        """In a blob-less clone, fetch the missing blobs among `shas` in one request."""
+        if not self.is_partial:
+            return
+        wanted = sorted({s for s in shas if s != NULL_SHA})
+        if not wanted:
+            return
+        missing = self._missing_objects(wanted)
+        if not missing:
+            return
+        log.info("fetching %d blobs from the promisor remote", len(missing))
+        _run(
+            [
+                "-c",
+                "fetch.negotiationAlgorithm=noop",
+                "fetch",
+                "origin",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--recurse-submodules=no",
+                "--filter=blob:none",
+                "--stdin",
+            ],
+            self.path,
+            input="\n".join(missing).encode() + b"\n",
+        )
+
+    def _missing_objects(self, shas: list[str]) -> list[str]:
+        # Listing what is on disk never touches the promisor remote; listed once per instance.
+        if self._present is None:
+            out = _run(
+                ["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"], self.path
+            )
+            self._present = set(out.decode().split())
+        missing = [s for s in shas if s not in self._present]
+        self._present.update(missing)  # fetched right after this call
+        return missing
+
+    def blob_reader(self) -> BlobReader:
+        return BlobReader(self.path)
+
+
+class BlobReader:
+    """A long-lived `git cat-file --batch` fed many object ids at a time."""
+
+    def __init__(self, cwd: Path):
+        env = dict(os.environ)
+        # Never let a missing blob turn into one network round-trip per object.
+        env["GIT_NO_LAZY_FETCH"] = "1"
+        self._proc = subprocess.Popen(
+            ["git", "cat-file", "--batch"],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+
+    def read(self, shas: Sequence[str]) -> Iterator[tuple[str, bytes | None]]:
+        """Yield (sha, content) in order; content is None for missing objects."""
+        assert self._proc.stdin and self._proc.stdout
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        payload = b"".join(s.encode() + b"\n" for s in shas)
+
+        # Feed the request from a thread so a large answer cannot deadlock the pipes.
+        def feed() -> None:
+            stdin.write(payload)
+            stdin.flush()
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        for sha in shas:
+            header = stdout.readline()
+            if not header:
+                raise GitError("git cat-file --batch ended early")
+            parts = header.split()
+            if len(parts) == 2 and parts[1] == b"missing":
+                yield sha, None
+                continue
+            size = int(parts[2])
+            data = stdout.read(size)
+            stdout.read(1)  # the newline after each object
+            yield sha, data
+        writer.join()
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+    def __enter__(self) -> BlobReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _classify(exc: Exception, url: str) -> Exception:
+    text = str(exc)
+    if _NETWORK_ERRORS.search(text):
+        return NoNetworkError(
+            f"cannot reach {url} (no network?); pass --repo-path with a local clone", repo=url
+        )
+    return GitError(f"git failed for {url}: {text.strip().splitlines()[-1]}", repo=url)
+
+
+def _parse_log_z(
+    out: bytes,
+) -> Iterator[tuple[str, list[RawChange], dict[str, NumStat]]]:
+    """Parse `git log -z --format=%x01%H` output with --raw and/or --numstat sections."""
+    for rec in out.split(b"\x01")[1:]:
+        fields = rec.split(b"\x00")
+        sha = fields[0].decode().strip()
+        changes: list[RawChange] = []
+        stats: dict[str, NumStat] = {}
+        i = 1
+        n = len(fields)
+        while i < n:
+            f = fields[i].lstrip(b"\n")
+            if not f:
+                i += 1
+                continue
+            if f.startswith(b":"):
+                old_mode, new_mode, old_blob, new_blob, status = f[1:].decode().split()
+                letter = status[0]
+                if letter in "RC":
+                    old_path = fields[i + 1].decode("utf-8", "surrogateescape")
+                    path = fields[i + 2].decode("utf-8", "surrogateescape")
+                    i += 3
+                else:
+                    old_path = None
+                    path = fields[i + 1].decode("utf-8", "surrogateescape")
+                    i += 2
+                changes.append(
+                    RawChange(letter, old_mode, new_mode, old_blob, new_blob, path, old_path)
+                )
+                continue
+            # numstat: "add\tdel\tpath" or, for renames, "add\tdel\t" then old, new
+            add, dele, rest = f.decode("utf-8", "surrogateescape").split("\t", 2)
+            stat = NumStat(None if add == "-" else int(add), None if dele == "-" else int(dele))
+            if rest:
+                stats[rest] = stat
+                i += 1
+            else:
+                stats[fields[i + 2].decode("utf-8", "surrogateescape")] = stat
+                i += 3
+        yield sha, changes, stats

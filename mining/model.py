@@ -1,0 +1,333 @@
+"""Value objects of the mining stage.
+
+Everything that crosses a module boundary in `mining` is one of these frozen dataclasses, and
+each one turns into plain JSON with `to_dict()` and back with `from_dict()`. The candidate
+records in `candidates.jsonl` are `Candidate.to_dict()` lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class ChangeKind(StrEnum):
+    """How a kernel differs between a commit's parent and the commit."""
+
+    ADDED = "added"
+    DELETED = "deleted"
+    MODIFIED = "modified"  # body or signature changed in substance
+    MOVED = "moved"  # same tokens, now in another file
+    RENAMED_FILE = "renamed_file"  # same tokens, its file was renamed
+    FORMATTING_ONLY = "formatting_only"  # token-identical ignoring whitespace and comments
+
+
+class KernelKind(StrEnum):
+    """How the kernel is declared."""
+
+    JIT = "jit"  # a def under @triton.jit / @triton.autotune / @triton.heuristics
+    ASSIGNED = "assigned"  # name = triton.jit(fn)
+    TEMPLATE = "template"  # Triton source in an Inductor-style template string
+
+
+class KernelRole(StrEnum):
+    KERNEL = "kernel"
+    HELPER = "helper"  # a jit function called by another kernel of the same file
+
+
+class SkipReason(StrEnum):
+    """Why a changed file was not analysed; counted in the crawl summary."""
+
+    BINARY = "binary"
+    TOO_LARGE = "too_large"
+    NON_UTF8 = "non_utf8"
+    UNPARSABLE = "unparsable"
+    SUBMODULE = "submodule"
+    SYMLINK = "symlink"
+    MISSING_BLOB = "missing_blob"
+
+
+@dataclass(frozen=True)
+class Span:
+    """1-based inclusive line range and 0-based half-open byte range in the file."""
+
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Span:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    """A `kernel[grid](...)` call."""
+
+    line: int
+    wrapper: str | None  # qualified name of the enclosing function, None at module level
+    grid: str
+    text: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LaunchSite:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One Triton kernel as found in one version of one file."""
+
+    name: str
+    qualname: str
+    file: str
+    kind: KernelKind
+    role: KernelRole
+    span: Span
+    decorators: tuple[str, ...]
+    signature: str
+    params: tuple[str, ...]
+    constexpr_params: tuple[str, ...]
+    autotune_configs: str | None
+    heuristics: str | None
+    launch_sites: tuple[LaunchSite, ...]
+    wrappers: tuple[str, ...]
+    source: str
+    token_digest: str  # sha1 of the token stream without comments and whitespace
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Kernel:
+        d = dict(data)
+        d["kind"] = KernelKind(d["kind"])
+        d["role"] = KernelRole(d["role"])
+        d["span"] = Span.from_dict(d["span"])
+        d["decorators"] = tuple(d["decorators"])
+        d["params"] = tuple(d["params"])
+        d["constexpr_params"] = tuple(d["constexpr_params"])
+        d["launch_sites"] = tuple(LaunchSite.from_dict(x) for x in d["launch_sites"])
+        d["wrappers"] = tuple(d["wrappers"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class KernelChange:
+    """A kernel's change between parent (`before`) and commit (`after`)."""
+
+    name: str
+    change: ChangeKind
+    file: str  # path in the commit (in the parent for deleted kernels)
+    old_file: str | None  # path in the parent, None for added kernels
+    before: Kernel | None
+    after: Kernel | None
+
+    @property
+    def kernel(self) -> Kernel:
+        k = self.after or self.before
+        assert k is not None
+        return k
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "change": str(self.change),
+            "file": self.file,
+            "old_file": self.old_file,
+            "before": self.before.to_dict() if self.before else None,
+            "after": self.after.to_dict() if self.after else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> KernelChange:
+        return cls(
+            name=data["name"],
+            change=ChangeKind(data["change"]),
+            file=data["file"],
+            old_file=data["old_file"],
+            before=Kernel.from_dict(data["before"]) if data["before"] else None,
+            after=Kernel.from_dict(data["after"]) if data["after"] else None,
+        )
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One path changed by a commit (against its first parent)."""
+
+    path: str
+    old_path: str | None  # set for renames and copies
+    status: str  # git's letter: A, M, D, R, C, T
+    additions: int | None  # None for binary files
+    deletions: int | None
+    is_test: bool
+    is_python: bool
+    skipped: SkipReason | None = None  # set when the file could not be analysed
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["skipped"] = str(self.skipped) if self.skipped else None
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FileChange:
+        d = dict(data)
+        d["skipped"] = SkipReason(d["skipped"]) if d.get("skipped") else None
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class PrRef:
+    """Where a commit came from, as read from its message."""
+
+    id: str  # "#123", "!4110" (GitLab merge request), or the commit sha when nothing matched
+    number: int | None
+    source: str  # squash | merge | trailer | gitlab | none
+    url: str | None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PrRef:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class RevertRef:
+    """A revert or re-apply and what it undoes."""
+
+    kind: str  # revert | reapply
+    target_subject: str | None
+    target_commit: str | None  # resolved sha, when the message or history names it
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RevertRef:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class GithubInfo:
+    """What the GitHub API adds to a candidate."""
+
+    title: str
+    body: str
+    labels: tuple[str, ...]
+    merged_at: str | None
+    author: str | None
+    author_association: str | None
+    linked_issues: tuple[int, ...]
+    url: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GithubInfo:
+        d = dict(data)
+        d["labels"] = tuple(d["labels"])
+        d["linked_issues"] = tuple(d["linked_issues"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One PR (or PR-less commit) whose Python changes touch a Triton kernel."""
+
+    id: str  # unique in candidates.jsonl: the PR id, or "<pr id>@<sha10>" on a repeat
+    framework: str
+    repo: str
+    pr: PrRef
+    commit: str
+    parent: str | None
+    is_merge: bool
+    authored_at: str
+    committed_at: str
+    author: str
+    subject: str
+    body: str
+    revert: RevertRef | None
+    files: tuple[FileChange, ...]
+    kernel_changes: tuple[KernelChange, ...]
+    github: GithubInfo | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def change_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for kc in self.kernel_changes:
+            counts[str(kc.change)] = counts.get(str(kc.change), 0) + 1
+        return counts
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return {
+            "files": len(self.files),
+            "additions": sum(f.additions or 0 for f in self.files),
+            "deletions": sum(f.deletions or 0 for f in self.files),
+            "test_files": sum(f.is_test for f in self.files),
+            "kernels": self.change_counts,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "id": self.id,
+            "framework": self.framework,
+            "repo": self.repo,
+            "pr": asdict(self.pr),
+            "commit": self.commit,
+            "parent": self.parent,
+            "is_merge": self.is_merge,
+            "authored_at": self.authored_at,
+            "committed_at": self.committed_at,
+            "author": self.author,
+            "subject": self.subject,
+            "body": self.body,
+            "revert": asdict(self.revert) if self.revert else None,
+            "files": [f.to_dict() for f in self.files],
+            "kernel_changes": [k.to_dict() for k in self.kernel_changes],
+            "stats": self.stats,
+            "github": self.github.to_dict() if self.github else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Candidate:
+        return cls(
+            id=data["id"],
+            framework=data["framework"],
+            repo=data["repo"],
+            pr=PrRef.from_dict(data["pr"]),
+            commit=data["commit"],
+            parent=data["parent"],
+            is_merge=data["is_merge"],
+            authored_at=data["authored_at"],
+            committed_at=data["committed_at"],
+            author=data["author"],
+            subject=data["subject"],
+            body=data["body"],
+            revert=RevertRef.from_dict(data["revert"]) if data.get("revert") else None,
+            files=tuple(FileChange.from_dict(f) for f in data["files"]),
+            kernel_changes=tuple(KernelChange.from_dict(k) for k in data["kernel_changes"]),
+            github=GithubInfo.from_dict(data["github"]) if data.get("github") else None,
+            schema_version=data.get("schema_version", SCHEMA_VERSION),
+        )
+
+
+@dataclass
+class CrawlSummary:
+    """Counters of one crawl run, printed at the end and written to summary.json."""
+
+    commits_scanned: int = 0
+    commits_with_python: int = 0
+    candidates: int = 0
+    kernel_changes: dict[str, int] = field(default_factory=dict)
+    skipped_files: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def count_change(self, kind: str) -> None:
+        self.kernel_changes[kind] = self.kernel_changes.get(kind, 0) + 1
+
+    def count_skip(self, reason: str) -> None:
+        self.skipped_files[reason] = self.skipped_files.get(reason, 0) + 1
