@@ -8,6 +8,7 @@ crawl.log. A rerun scans only commits that arrived since the last one.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -57,10 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--repo-path",
         type=Path,
-        help="use this existing clone or bare mirror instead of cloning (one framework only)",
+        help="use this existing clone or bare mirror instead of cloning (one framework only; "
+        "name it as owner/name to keep PR links and GitHub enrichment)",
     )
     p.add_argument(
         "--branch", help="branch to walk (default: the registry's, else the repository's HEAD)"
+    )
+    p.add_argument(
+        "--name",
+        help="name of the framework's sub-directory under --out (default: the registry name, "
+        "owner__name, or the clone's directory name); one framework only",
     )
     p.add_argument(
         "--out", type=Path, default=Path("work"), help="work directory (default: %(default)s)"
@@ -89,9 +96,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="files larger than this are skipped as too_large (default: %(default)s)",
     )
     p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=400,
+        help="commits between two checkpoints of state.json (default: %(default)s)",
+    )
+    p.add_argument(
         "--no-github",
         action="store_true",
         help="do not enrich with the GitHub API even when GITHUB_TOKEN is set",
+    )
+    p.add_argument(
+        "--github-api",
+        default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+        help="GitHub REST API root, for GitHub Enterprise (default: $GITHUB_API_URL or "
+        "%(default)s); enrichment needs GITHUB_TOKEN and is cached under --cache-dir",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log skipped files to stderr too")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -128,16 +147,16 @@ def crawl_one(fw: Framework, args: argparse.Namespace) -> dict[str, object]:
     logging.getLogger("mining").addHandler(handler)
     enricher = None
     if not args.no_github and fw.repo:
-        enricher = GithubEnricher(os.environ.get("GITHUB_TOKEN"), args.cache_dir / "github")
-        if not enricher.enabled:
-            log.info("GITHUB_TOKEN not set: GitHub enrichment skipped")
-            enricher = None
+        enricher = GithubEnricher(
+            os.environ.get("GITHUB_TOKEN"), args.cache_dir / "github", base_url=args.github_api
+        )
     options = CrawlOptions(
         since=args.since,
         until=args.until,
         limit=args.limit,
         jobs=max(1, args.jobs),
         max_file_bytes=args.max_file_bytes,
+        chunk_commits=max(1, args.checkpoint_every),
     )
     crawler = Crawler(repo, fw, workdir, branch, options, enricher)
     try:
@@ -220,13 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     console = RichHandler(show_time=False, show_path=False)
     console.setLevel(logging.INFO if args.verbose else logging.WARNING)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", handlers=[console])
-    if args.repo_path is not None and len(args.frameworks) != 1:
-        print("error: --repo-path needs exactly one framework", file=sys.stderr)
+    if (args.repo_path or args.name) and len(args.frameworks) != 1:
+        print("error: --repo-path and --name need exactly one framework", file=sys.stderr)
         return 2
     results = []
     try:
         for spec in args.frameworks:
             fw = resolve_framework(spec)
+            if args.name:
+                fw = dataclasses.replace(fw, name=args.name)
             results.append(crawl_one(fw, args))
     except KeyboardInterrupt:
         print("interrupted: rerun the same command to resume", file=sys.stderr)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from mining.errors import MiningError, NoNetworkError
+from mining.errors import MiningError, NoNetworkError, StateError
 from mining.git import (
     MODE_SUBMODULE,
     MODE_SYMLINK,
@@ -95,6 +95,16 @@ class Crawler:
         tip = self.repo.resolve(self.branch)
         history = self.repo.first_parent_commits(tip)
         index = {c.sha: i for i, c in enumerate(history)}
+        state = self.workdir.state
+        if history and state.root_commit and state.root_commit != history[0].sha:
+            raise StateError(
+                f"{self.workdir.state_path} was written for another repository (root commit "
+                f"{state.root_commit[:12]}, this one starts at {history[0].sha[:12]}); "
+                "use another --out or --name",
+                repo=str(self.repo.path),
+            )
+        if history:
+            state.root_commit = history[0].sha
         start = 0
         orphans = 0
         last = self.workdir.state.last_commit
@@ -335,7 +345,7 @@ class Crawler:
 
     def _enrich(self, repo: str, number: int) -> GithubInfo | None:
         enricher = self.enricher
-        if enricher is None or not enricher.enabled:
+        if enricher is None:
             return None
         try:
             return enricher.enrich(repo, number)

@@ -87,6 +87,12 @@ def _run(args: Sequence[str], cwd: Path, *, input: bytes | None = None) -> bytes
     return proc.stdout
 
 
+def _run_quiet(args: Sequence[str], cwd: Path) -> str | None:
+    """Stripped stdout of a git command that may fail, None when it does."""
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
 class GitRepo:
     """A repository on disk, opened through GitPython and read with batched git commands."""
 
@@ -99,7 +105,7 @@ class GitRepo:
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
             raise GitError(f"not a git repository: {self.path}") from exc
         self.git_dir = Path(self._repo.git_dir)
-        promisor = self._repo.git.config("--get", "remote.origin.promisor", with_exceptions=False)
+        promisor = _run_quiet(["config", "--get", "remote.origin.promisor"], self.path)
         self.is_partial = promisor == "true"
         self._present: set[str] | None = None
 
@@ -134,11 +140,11 @@ class GitRepo:
     # -- refs and commits --------------------------------------------------------------------
 
     def default_branch(self) -> str:
-        """The branch HEAD points at (origin's HEAD in a non-bare clone when it has one)."""
-        out = self._repo.git.symbolic_ref("-q", "refs/remotes/origin/HEAD", with_exceptions=False)
+        """The branch origin's HEAD names in a clone, else the branch HEAD points at."""
+        out = _run_quiet(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], self.path)
         if out:
             return out.removeprefix("refs/remotes/")
-        out = self._repo.git.symbolic_ref("-q", "HEAD", with_exceptions=False)
+        out = _run_quiet(["symbolic-ref", "-q", "HEAD"], self.path)
         if not out:
             raise GitError(
                 "HEAD is detached and origin/HEAD is unset; pass --branch", repo=str(self.path)
@@ -150,14 +156,10 @@ class GitRepo:
         return out.decode().strip()
 
     def has_commit(self, sha: str) -> bool:
-        proc = subprocess.run(
-            ["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=self.path, capture_output=True
-        )
-        return proc.returncode == 0
+        return _run_quiet(["cat-file", "-t", sha], self.path) == "commit"
 
     def merge_base(self, a: str, b: str) -> str | None:
-        proc = subprocess.run(["git", "merge-base", a, b], cwd=self.path, capture_output=True)
-        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+        return _run_quiet(["merge-base", a, b], self.path)
 
     def first_parent_commits(self, tip: str) -> list[CommitMeta]:
         """The first-parent chain ending at `tip`, oldest first."""

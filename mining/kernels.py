@@ -3,8 +3,8 @@
 Reads: the bytes of one file and its repository path; nothing else (no git, no imports of the
 analysed code, which never runs).
 Writes: nothing; `find_kernels` returns `Kernel` values sorted by position in the file.
-Refuses: Python that tree-sitter cannot parse cleanly (`UnparsableSource`) and bytes that are
-not UTF-8 (`UnicodeDecodeError`, left untouched for the caller to count as a skip).
+Refuses: Python that neither tree-sitter nor CPython can parse (`UnparsableSource`; where only
+tree-sitter's grammar trips, the kernels are still read) and bytes that are not UTF-8 (`UnicodeDecodeError`, left untouched for the caller to count as a skip).
 
 A kernel is a `def` decorated with `triton.jit` / `triton.autotune(...)` /
 `triton.heuristics(...)` through whatever alias the file's imports set up, a
@@ -91,7 +91,17 @@ def find_kernels(source: bytes, path: str) -> list[Kernel]:
     tree = _parser().parse(source)
     root = tree.root_node
     if root.has_error:
-        raise UnparsableSource(f"{path}: syntax error near line {_first_error_line(root)}")
+        # tree-sitter-python lags the language in places (`return x, *rest`); CPython is the
+        # judge of what is valid Python, and the error nodes then stay local to such a line.
+        try:
+            ast.parse(source)
+        except (SyntaxError, ValueError):
+            raise UnparsableSource(
+                f"{path}: syntax error near line {_first_error_line(root)}"
+            ) from None
+        log.debug(
+            "%s: tree-sitter error near line %d, valid for CPython", path, _first_error_line(root)
+        )
     scan = _Scan(source)
     scan.walk(root)
     kernels = scan.jit_kernels(path) + scan.assigned_kernels(path) + scan.template_kernels(path)

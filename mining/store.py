@@ -29,6 +29,7 @@ class CrawlState:
     framework: str
     repo: str
     branch: str
+    root_commit: str | None = None  # first commit of the history: tells repositories apart
     last_commit: str | None = None  # newest first-parent commit fully scanned
     candidates_bytes: int = 0  # size of candidates.jsonl covered by this state
     recorded: dict[str, str] = field(default_factory=dict)  # candidate id -> commit

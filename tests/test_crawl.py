@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -275,7 +277,8 @@ def test_interrupted_run_resumes_without_loss_or_duplicates(base: TinyRepo, tmp_
 
 
 def test_killed_crawl_process_resumes(base: TinyRepo, tmp_path: Path) -> None:
-    for i in range(30):
+    n = 150
+    for i in range(n):
         base.write(f"pkg/ops/k{i}.py", ADD_KERNEL.replace("add_kernel", f"add{i}_kernel"))
         base.commit(f"Kernel {i} (#{i + 1})")
     out = tmp_path / "out"
@@ -290,16 +293,46 @@ def test_killed_crawl_process_resumes(base: TinyRepo, tmp_path: Path) -> None:
         "--no-github",
         "--jobs",
         "1",
+        "--checkpoint-every",
+        "1",
     ]
-    proc = subprocess.Popen(cmd, cwd=Path(__file__).parents[1])
-    try:
-        proc.wait(timeout=0.8)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    assert subprocess.run(cmd, cwd=Path(__file__).parents[1]).returncode == 0
+    root = Path(__file__).parents[1]
+    proc = subprocess.Popen(cmd, cwd=root)
+    state = out / "fw" / "state.json"
+    deadline = time.monotonic() + 60
+    while not state.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    proc.kill()
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the crawl finished before it could be killed"
+    done = json.loads(state.read_text())["recorded"]
+    assert len(done) < n
+    assert subprocess.run(cmd, cwd=root).returncode == 0
     ids = [c.id for c in candidates(out, base)]
-    assert ids == [f"#{i + 1}" for i in range(30)]
+    assert ids == [f"#{i + 1}" for i in range(n)]
+
+
+def test_ctrl_c_keeps_what_was_scanned(base: TinyRepo, tmp_path: Path) -> None:
+    from mining.crawler import CrawlOptions, Crawler
+    from mining.registry import resolve_framework
+    from mining.store import WorkDir
+
+    for i in range(6):
+        base.write(f"pkg/ops/k{i}.py", ADD_KERNEL.replace("add_kernel", f"add{i}_kernel"))
+        base.commit(f"Kernel {i} (#{i + 1})")
+    fw = resolve_framework(str(base.path))
+    wd = WorkDir(tmp_path / "out" / "fw", fw.name, fw.repo, "main")
+    crawler = Crawler(GitRepo(base.path), fw, wd, "main", CrawlOptions(chunk_commits=3))
+
+    def interrupt(_: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        crawler.run(progress=interrupt)
+    wd.close()
+    assert wd.state.last_commit is not None
+    assert crawl(base, tmp_path / "out") == 0
+    assert [c.id for c in candidates(tmp_path / "out", base)] == [f"#{i + 1}" for i in range(6)]
 
 
 def test_rewritten_history_is_detected_and_rescanned(base: TinyRepo, tmp_path: Path) -> None:
@@ -371,3 +404,54 @@ def test_cli_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> N
     text = capsys.readouterr().out
     for opt in ("--repo-path", "--since", "--until", "--out", "--limit", "--jobs", "--branch"):
         assert opt in text
+
+
+def test_state_of_another_repository_is_refused(
+    base: TinyRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = TinyRepo(tmp_path / "elsewhere" / "fw")
+    other.write("x.py", PLAIN_MODULE)
+    other.commit("Unrelated root")
+    out = tmp_path / "out"
+    assert crawl(base, out) == 0
+    state_before = (out / "fw" / "state.json").read_text()
+    assert crawl(other, out) == 1
+    assert "another repository" in capsys.readouterr().err
+    assert (out / "fw" / "state.json").read_text() == state_before
+
+
+def test_github_enrichment_through_the_cli(
+    base: TinyRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_github import REPO, TOKEN, FakeGithubApi
+
+    api = FakeGithubApi()
+    try:
+        api.add_pr(11)
+        base.write("pkg/ops/add.py", ADD_KERNEL)
+        base.commit("Add a Triton add kernel (#11)")
+        base.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
+        base.commit("Scale it (#12)")  # the double has no PR 12: a 404, kept without GitHub data
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        out = tmp_path / "out"
+        argv = [
+            REPO,
+            "--repo-path",
+            str(base.path),
+            "--out",
+            str(out),
+            "--quiet",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--github-api",
+            api.base_url,
+        ]
+        assert main(argv) == 0
+        first, second = read_candidates(out / "vllm" / "candidates.jsonl")
+        assert first.pr.url == f"https://github.com/{REPO}/pull/11"
+        assert first.github is not None and first.github.labels == ("performance", "ready")
+        assert first.github.linked_issues == (1201, 1202, 1203, 1300)
+        assert second.github is None
+        assert (tmp_path / "cache" / "github").is_dir()
+    finally:
+        api.close()

@@ -503,3 +503,13 @@ def test_token_digest_sees_real_changes(old: str, new: str) -> None:
 def test_tuple_trailing_comma_is_not_cosmetic() -> None:
     base = "import triton\n@triton.jit\ndef k(x):\n    return (x)\n"
     assert digest(base) != digest(base.replace("(x)", "(x,)"))
+
+
+def test_valid_python_that_trips_tree_sitter_still_yields_kernels() -> None:
+    # `return a, *rest` is valid Python that tree-sitter-python 0.25 reports as an error.
+    src = (
+        "import triton\nimport triton.language as tl\n\n\n"
+        "@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)\n\n\n"
+        "def backward(dy):\n    return dy, *[None] * 3\n"
+    )
+    assert [k.name for k in find_kernels(src.encode(), "m.py")] == ["k"]
