@@ -7,8 +7,8 @@ Refuses: nothing; it is a pure function of its inputs.
 
 Kernels are paired in decreasing order of confidence, each kernel taking part in at most one
 pair: same file (through renames) and qualified name; then identical tokens and name anywhere
-(a move); then the same name in another file (a move with edits). What is left was added or
-deleted.
+(a move); then identical tokens apart from the kernel's own name (a move or rename); then the
+same name in another file (a move with edits). What is left was added or deleted.
 """
 
 from __future__ import annotations
@@ -60,6 +60,14 @@ def diff_kernels(
     for (old_path, b), (new_path, a) in pairs:
         changes.append(KernelChange(a.name, ChangeKind.MOVED, new_path, old_path, b, a))
 
+    # 2b. Identical tokens under another name, in this file or another: a renamed or moved
+    # kernel (a refactor that also drops a leading underscore, say).
+    pairs, old, new = _pair(
+        old, new, lambda p, k: k.body_digest or None, lambda p, k: k.body_digest or None
+    )
+    for (old_path, b), (new_path, a) in pairs:
+        changes.append(KernelChange(a.name, ChangeKind.MOVED, new_path, old_path, b, a))
+
     # 3. Same name in another file: moved and edited. Pairing by name alone inside one file
     # would mistake a replaced kernel for an edited one, so the file must differ.
     by_name: dict[str, list[_Located]] = defaultdict(list)
@@ -96,11 +104,14 @@ def _pair(
     """Pair kernels with equal keys in order; return the pairs and both unpaired remainders."""
     waiting: dict[Hashable, list[_Located]] = defaultdict(list)
     for item in new:
-        waiting[new_key(*item)].append(item)
+        key = new_key(*item)
+        if key is not None:  # None: this kernel has no such key and pairs with nothing
+            waiting[key].append(item)
     pairs: list[tuple[_Located, _Located]] = []
     left_old: list[_Located] = []
     for item in old:
-        queue = waiting.get(old_key(*item))
+        key = old_key(*item)
+        queue = waiting.get(key) if key is not None else None
         if queue:
             pairs.append((item, queue.pop(0)))
         else:

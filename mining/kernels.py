@@ -4,7 +4,8 @@ Reads: the bytes of one file and its repository path; nothing else (no git, no i
 analysed code, which never runs).
 Writes: nothing; `find_kernels` returns `Kernel` values sorted by position in the file.
 Refuses: Python that neither tree-sitter nor CPython can parse (`UnparsableSource`; where only
-tree-sitter's grammar trips, the kernels are still read) and bytes that are not UTF-8 (`UnicodeDecodeError`, left untouched for the caller to count as a skip).
+tree-sitter's grammar trips, the kernels are still read) and bytes that are not UTF-8
+(`UnicodeDecodeError`, left untouched for the caller to count as a skip).
 
 A kernel is a `def` decorated with `triton.jit` / `triton.autotune(...)` /
 `triton.heuristics(...)` through whatever alias the file's imports set up, a
@@ -176,6 +177,11 @@ def _tokens(nodes: Iterable[Node]) -> Iterator[bytes]:
         stack.extend(reversed(children))
 
 
+def _blank(tokens: Iterable[bytes], name: bytes) -> Iterator[bytes]:
+    """The tokens with the kernel's own name blanked, so a renamed kernel keeps its digest."""
+    return (b"\x03" if tok == name else tok for tok in tokens)
+
+
 def _template_digest(text: str) -> str:
     """Digest of template text: tokens plus the indentation of each logical line."""
     out: list[bytes] = []
@@ -215,6 +221,7 @@ def _template_kernel(name: str, qualname: str, path: str, span: Span, text: str)
         params=_def_kernel_params(text), constexpr_params=(), autotune_configs=None,
         heuristics=None, launch_sites=(), wrappers=(), source=text,
         token_digest=_template_digest(text),
+        body_digest=_template_digest(text),
     )  # fmt: skip
 
 
@@ -494,6 +501,7 @@ class _Scan:
             autotune_configs=configs, heuristics=heuristics, launch_sites=sites,
             wrappers=wrappers, source="\n".join(_text(n) for n in nodes),
             token_digest=_digest(_tokens(nodes)),
+            body_digest=_digest(_blank(_tokens(nodes), name.encode())),
         )  # fmt: skip
 
     def _unwrap(self, expr: Node) -> tuple[list[_Decor], Node] | None:

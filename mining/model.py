@@ -98,6 +98,7 @@ class Kernel:
     wrappers: tuple[str, ...]
     source: str
     token_digest: str  # sha1 of the token stream without comments and whitespace
+    body_digest: str = ""  # the same with the kernel's own name blanked: sees renamed kernels
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -313,7 +313,7 @@ def test_killed_crawl_process_resumes(base: TinyRepo, tmp_path: Path) -> None:
 
 
 def test_ctrl_c_keeps_what_was_scanned(base: TinyRepo, tmp_path: Path) -> None:
-    from mining.crawler import CrawlOptions, Crawler
+    from mining.crawler import Crawler, CrawlOptions
     from mining.registry import resolve_framework
     from mining.store import WorkDir
 

@@ -34,8 +34,10 @@ def test_unchanged_kernels_produce_nothing() -> None:
 
 
 def test_modified_added_deleted() -> None:
-    before = {"ops/a.py": kernel("keep") + kernel("edit") + kernel("gone")}
-    after = {"ops/a.py": kernel("keep") + kernel("edit", "return x + 1") + kernel("new")}
+    before = {"ops/a.py": kernel("keep") + kernel("edit") + kernel("gone", "return x - 1")}
+    after = {
+        "ops/a.py": kernel("keep") + kernel("edit", "return x + 1") + kernel("new", "return -x")
+    }
     assert summary(before, after) == [
         ("edit", ChangeKind.MODIFIED, "ops/a.py", "ops/a.py"),
         ("gone", ChangeKind.DELETED, "ops/a.py", "ops/a.py"),
@@ -75,13 +77,11 @@ def test_moved_to_another_file() -> None:
     assert summary(before, after) == [("k", ChangeKind.MOVED, "ops/b.py", "ops/a.py")]
 
 
-def test_moved_requires_the_same_name() -> None:
+def test_same_body_under_a_new_name_is_a_move_not_add_and_delete() -> None:
     before = {"ops/a.py": kernel("k"), "ops/b.py": ""}
     after = {"ops/a.py": "", "ops/b.py": kernel("renamed")}
-    # the tokens differ by the name anyway; what matters is no MOVED pairing
     assert summary(before, after) == [
-        ("k", ChangeKind.DELETED, "ops/a.py", "ops/a.py"),
-        ("renamed", ChangeKind.ADDED, "ops/b.py", None),
+        ("renamed", ChangeKind.MOVED, "ops/b.py", "ops/a.py"),
     ]
 
 
@@ -130,4 +130,25 @@ def test_output_sorted_by_file_name_change() -> None:
         ("a.py", "c"),
         ("z.py", "a"),
         ("z.py", "b"),
+    ]
+
+
+def test_kernel_renamed_while_moving_to_another_file_is_a_move() -> None:
+    # A refactor that moves `_copy_kernel` into ops/ and drops its leading underscore.
+    before = {"moe/stash.py": kernel("_copy_kernel", "return x * 3") + kernel("keep")}
+    after = {
+        "moe/stash.py": kernel("keep"),
+        "moe/ops/stash.py": kernel("copy_kernel", "return x * 3"),
+    }
+    assert summary(before, after) == [
+        ("copy_kernel", ChangeKind.MOVED, "moe/ops/stash.py", "moe/stash.py"),
+    ]
+
+
+def test_renamed_and_edited_kernel_is_added_and_deleted() -> None:
+    before = {"a.py": kernel("_old", "return x * 3")}
+    after = {"b.py": kernel("new", "return x * 4")}
+    assert [c[:2] for c in summary(before, after)] == [
+        ("_old", ChangeKind.DELETED),
+        ("new", ChangeKind.ADDED),
     ]
