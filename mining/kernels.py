@@ -177,9 +177,24 @@ def _tokens(nodes: Iterable[Node]) -> Iterator[bytes]:
         stack.extend(reversed(children))
 
 
-def _blank(tokens: Iterable[bytes], name: bytes) -> Iterator[bytes]:
-    """The tokens with the kernel's own name blanked, so a renamed kernel keeps its digest."""
-    return (b"\x03" if tok == name else tok for tok in tokens)
+# Most versions of a file leave most of its kernels untouched: their digests are reused.
+_DIGESTS: dict[tuple[str, str], tuple[str, str]] = {}
+_DIGESTS_MAX = 50_000
+
+
+def _code_digests(source: str, name: str, nodes: list[Node]) -> tuple[str, str]:
+    """(token digest, digest with the kernel's own name blanked) of a kernel's code."""
+    key = (name, source)
+    hit = _DIGESTS.get(key)
+    if hit is not None:
+        return hit
+    tokens = list(_tokens(nodes))
+    own = name.encode()
+    result = _digest(tokens), _digest(b"\x03" if tok == own else tok for tok in tokens)
+    if len(_DIGESTS) >= _DIGESTS_MAX:
+        _DIGESTS.clear()
+    _DIGESTS[key] = result
+    return result
 
 
 def _template_digest(text: str) -> str:
@@ -493,15 +508,16 @@ class _Scan:
         configs, heuristics = self._meta(layers, span.start_byte)
         sites, wrappers = self._launches(name)
         self.bodies[span.start_byte] = [(n.start_byte, n.end_byte) for n in nodes]
+        source = "\n".join(_text(n) for n in nodes)
+        token_digest, body_digest = _code_digests(source, name, nodes)
         return Kernel(
             name=name, qualname=qualname, file=path,
             kind=kind,
             role=KernelRole.KERNEL, span=_span(span), decorators=tuple(d.text for d in layers),
             signature=signature, params=params, constexpr_params=constexpr,
             autotune_configs=configs, heuristics=heuristics, launch_sites=sites,
-            wrappers=wrappers, source="\n".join(_text(n) for n in nodes),
-            token_digest=_digest(_tokens(nodes)),
-            body_digest=_digest(_blank(_tokens(nodes), name.encode())),
+            wrappers=wrappers, source=source,
+            token_digest=token_digest, body_digest=body_digest,
         )  # fmt: skip
 
     def _unwrap(self, expr: Node) -> tuple[list[_Decor], Node] | None:
