@@ -168,6 +168,7 @@ def crawl_one(fw: Framework, args: argparse.Namespace) -> dict[str, object]:
     result = {
         "framework": fw.name,
         "repo": fw.repo or str(repo.path),
+        "repo_path": str(repo.path),
         "branch": branch,
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "total_candidates": len(workdir.state.recorded),

@@ -272,6 +272,60 @@ class GitRepo:
     def blob_reader(self) -> BlobReader:
         return BlobReader(self.path)
 
+    # -- snapshots of one commit (curation, envbuild, eval) -----------------------------------
+
+    def list_tree(self, commit: str, suffixes: tuple[str, ...] = ()) -> dict[str, str]:
+        """path -> blob sha of every regular file at `commit` (optionally only these suffixes)."""
+        out = _run(["ls-tree", "-r", "-z", "--full-tree", commit], self.path)
+        files: dict[str, str] = {}
+        for entry in out.split(b"\x00"):
+            if not entry:
+                continue
+            meta, _, path_b = entry.partition(b"\t")
+            mode, kind, sha = meta.decode().split()
+            path = path_b.decode("utf-8", "surrogateescape")
+            if kind != "blob" or mode in (MODE_SYMLINK, MODE_SUBMODULE):
+                continue
+            if suffixes and not path.endswith(suffixes):
+                continue
+            files[path] = sha
+        return files
+
+    def read_files(self, commit: str, paths: Iterable[str]) -> dict[str, bytes]:
+        """Contents of `paths` at `commit`, in one batch; paths absent there are left out."""
+        tree = self.list_tree(commit)
+        wanted = {p: tree[p] for p in paths if p in tree}
+        return self.read_blobs(wanted)
+
+    def read_blobs(self, blobs: dict[str, str]) -> dict[str, bytes]:
+        """name -> content for a name -> blob sha mapping, in one batch."""
+        self.prefetch_blobs(blobs.values())
+        by_sha: dict[str, list[str]] = {}
+        for name, sha in blobs.items():
+            by_sha.setdefault(sha, []).append(name)
+        out: dict[str, bytes] = {}
+        with self.blob_reader() as reader:
+            for sha, data in reader.read(list(by_sha)):
+                if data is not None:
+                    for name in by_sha[sha]:
+                        out[name] = data
+        return out
+
+    def diff(self, old: str, new: str, paths: Sequence[str] | None = None) -> str:
+        """A unified diff (with renames, binary as `Binary files differ`) of two commits."""
+        args = ["diff", "--no-color", "--no-ext-diff", "-M", "--full-index", old, new, "--"]
+        return _run([*args, *(paths or [])], self.path).decode("utf-8", "surrogateescape")
+
+    def describe_tag(self, commit: str) -> str | None:
+        """The newest tag reachable from `commit`, if any."""
+        return _run_quiet(["describe", "--tags", "--abbrev=0", commit], self.path)
+
+    def archive(self, commit: str, dest: Path) -> None:
+        """Write the tree of `commit` into `dest` (no .git: no history beyond the commit)."""
+        dest.mkdir(parents=True, exist_ok=True)
+        data = _run(["archive", "--format=tar", commit], self.path)
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=data, check=True)
+
 
 class BlobReader:
     """A long-lived `git cat-file --batch` fed many object ids at a time."""
@@ -324,6 +378,8 @@ class BlobReader:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        if self._proc.stdout:
+            self._proc.stdout.close()
 
     def __enter__(self) -> BlobReader:
         return self

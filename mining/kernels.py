@@ -28,7 +28,7 @@ from mining.errors import MiningError
 from mining.model import Kernel, KernelKind, KernelRole, LaunchSite, Span
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from tree_sitter import Node, Parser, Tree
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,11 @@ def find_kernels(source: bytes, path: str) -> list[Kernel]:
     kernels = scan.with_roles(kernels)
     kernels.sort(key=lambda k: k.span.start_byte)
     return kernels
+
+
+def parse_python(source: bytes) -> Tree:
+    """Parse Python source with the shared tree-sitter parser (syntax errors stay in the tree)."""
+    return _parser().parse(source)
 
 
 def _parser() -> Parser:

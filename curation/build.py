@@ -1,0 +1,161 @@
+"""Turn one kept candidate into a task directory (facts, patches, sources, draft requirement).
+
+Reads: a `Candidate`, its repository through the git gateway. Writes: `tasks/<task_id>/` via
+`TaskDir` (task.json, requirement.md unless a curator edited it, before/, after/, gold.patch,
+test.patch). A curator's decision and edited requirement are merged in, never overwritten.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from curation.classify import classify
+from curation.context import ContextBuilder
+from curation.difficulty import grade
+from curation.filters import changed_kernel_lines, substantive_changes
+from curation.model import FileStat, TargetKernel, Task
+from curation.requirement import LlmDrafter, write_requirement
+from curation.taskdir import TaskDir
+from curation.testsel import TestSelector
+from mining.git import GitRepo
+from mining.model import Candidate, KernelChange, KernelRole
+from mining.paths import is_test_path
+
+log = logging.getLogger(__name__)
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def target_kernel(kc: KernelChange) -> TargetKernel:
+    b, a = kc.before, kc.after
+    k = a or b
+    assert k is not None
+    return TargetKernel(
+        file=kc.file,
+        name=kc.name,
+        change=str(kc.change),
+        kind=str(k.kind),
+        role=str(k.role),
+        old_file=kc.old_file,
+        before_src=b.source if b else None,
+        after_src=a.source if a else None,
+        signature_before=b.signature if b else None,
+        signature_after=a.signature if a else None,
+        constexpr_params=k.constexpr_params,
+        autotune_configs_before=b.autotune_configs if b else None,
+        autotune_configs_after=a.autotune_configs if a else None,
+        wrappers=tuple(dict.fromkeys((*(b.wrappers if b else ()), *(a.wrappers if a else ())))),
+        span_before=(b.span.start_line, b.span.end_line) if b else None,
+        span_after=(a.span.start_line, a.span.end_line) if a else None,
+    )
+
+
+def primary(targets: Sequence[KernelChange]) -> KernelChange:
+    """The kernel the task is named after: the most-changed non-helper kernel."""
+    ranked = sorted(
+        targets,
+        key=lambda kc: (
+            kc.kernel.role is not KernelRole.KERNEL,
+            -len(changed_kernel_lines(kc)),
+            kc.file,
+            kc.name,
+        ),
+    )
+    return ranked[0]
+
+
+def task_id(cand: Candidate, targets: Sequence[KernelChange]) -> str:
+    if cand.pr.number is not None:
+        pr = f"mr{cand.pr.number}" if cand.pr.source == "gitlab" else str(cand.pr.number)
+    else:
+        pr = cand.commit[:10]
+    if "@" in cand.id:  # a second commit carrying the same PR id
+        pr += "-" + cand.commit[:7]
+    name = primary(targets).name
+    return _ID_UNSAFE.sub("_", f"{cand.framework}__{pr}__{name}")
+
+
+class TaskBuilder:
+    """Builds task directories for the candidates of one repository."""
+
+    def __init__(self, repo: GitRepo, drafter: LlmDrafter | None = None):
+        self.repo = repo
+        self.context = ContextBuilder(repo)
+        self.tests = TestSelector(repo, cache=self.context.cache)
+        self.drafter = drafter
+
+    def build(self, cand: Candidate, tdir: TaskDir) -> Task:
+        targets = substantive_changes(cand)
+        base = cand.parent
+        if base is None:
+            raise ValueError(f"{cand.id}: a root commit has no base to start a task from")
+        kernels = tuple(target_kernel(kc) for kc in targets)
+        context = self.context.build(base, kernels)
+        tests = self.tests.select(
+            base, cand.commit, [(f.path, f.status) for f in cand.files], kernels
+        )
+        files = tuple(
+            FileStat(f.path, f.status, f.additions, f.deletions, f.is_test) for f in cand.files
+        )
+        title = cand.github.title if cand.github else cand.subject
+        body = cand.github.body if cand.github else cand.body
+        task = Task(
+            task_id=tdir.id,
+            framework=cand.framework,
+            repo=cand.repo,
+            pr_id=cand.pr.id,
+            pr_number=cand.pr.number,
+            pr_url=cand.pr.url,
+            title=title,
+            body=body,
+            merged_at=(cand.github.merged_at if cand.github else None) or cand.committed_at,
+            base_commit=base,
+            merge_commit=cand.commit,
+            base_tag=self.repo.describe_tag(base),
+            task_type=classify(cand, targets),
+            difficulty=grade(cand, targets),
+            kernels=kernels,
+            files_changed=files,
+            context=context,
+            tests=tests,
+            requirement="",
+            requirement_origin="template",
+            labels=cand.github.labels if cand.github else (),
+        )
+        self._write_sources(cand, task, tdir)
+        return self._with_requirement(task, tdir)
+
+    def _write_sources(self, cand: Candidate, task: Task, tdir: TaskDir) -> None:
+        assert cand.parent is not None
+        paths = sorted(
+            {k.old_file or k.file for k in task.kernels} | {k.file for k in task.kernels}
+        )
+        for side, commit in (("before", cand.parent), ("after", cand.commit)):
+            for path, data in self.repo.read_files(commit, paths).items():
+                tdir.write_file(f"{side}/{path}", data)
+        test_paths = [f.path for f in cand.files if is_test_path(f.path)]
+        other = [f.path for f in cand.files if not is_test_path(f.path)]
+        for old in (f.old_path for f in cand.files if f.old_path):
+            (test_paths if is_test_path(old) else other).append(old)
+        gold = self.repo.diff(cand.parent, cand.commit, other) if other else ""
+        test = self.repo.diff(cand.parent, cand.commit, test_paths) if test_paths else ""
+        tdir.write_file("gold.patch", gold)
+        tdir.write_file("test.patch", test)
+
+    def _with_requirement(self, task: Task, tdir: TaskDir) -> Task:
+        rec = tdir.load_curation()
+        if rec.requirement_edited:
+            text, origin = tdir.read_requirement(), "curator"
+        else:
+            text, origin = write_requirement(task, self.drafter)
+            tdir.write_draft(text)
+        return replace(
+            task,
+            requirement=text,
+            requirement_origin=origin,
+            curation_status=rec.status,
+            curator_reason=rec.reason,
+        )

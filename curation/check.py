@@ -1,0 +1,104 @@
+"""`python -m curation.check`: validate every task directory before anything is built from it.
+
+Reads: `<tasks>/<task_id>/`. Writes nothing. Exits 1 when any task has an error.
+Errors make a task unusable (unreadable record, missing sources or patch, a requirement that
+leaks the gold kernel); warnings flag what a curator should look at (no tests selected).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from curation.model import TASK_SCHEMA_VERSION, Task
+from curation.taskdir import TaskDir, task_dirs
+
+
+@dataclass
+class CheckResult:
+    task_id: str
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_task(tdir: TaskDir) -> CheckResult:
+    from curation.requirement import leaks_gold
+
+    res = CheckResult(tdir.id)
+    try:
+        raw = json.loads(tdir.task_path.read_text())
+        task = Task.from_dict(raw)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        res.errors.append(f"task.json unreadable: {exc!r}")
+        return res
+    if raw.get("schema_version") != TASK_SCHEMA_VERSION:
+        res.errors.append(f"schema_version {raw.get('schema_version')} != {TASK_SCHEMA_VERSION}")
+    if task.task_id != tdir.id:
+        res.errors.append(f"task_id {task.task_id!r} differs from the directory name")
+    if not task.kernels:
+        res.errors.append("no target kernels")
+    if not 1 <= task.difficulty.level <= 5:
+        res.errors.append(f"difficulty {task.difficulty.level} outside 1..5")
+    for k in task.kernels:
+        if k.after_src is None:
+            res.errors.append(f"kernel {k.name}: no gold source")
+        if not (tdir.after_dir / k.file).is_file():
+            res.errors.append(f"after/{k.file} missing")
+        if k.before_src is not None and not (tdir.before_dir / (k.old_file or k.file)).is_file():
+            res.errors.append(f"before/{k.old_file or k.file} missing")
+    if not tdir.gold_patch_path.is_file() or not tdir.gold_patch_path.read_text().strip():
+        res.errors.append("gold.patch missing or empty")
+    else:
+        gold = tdir.gold_patch_path.read_text()
+        for k in task.kernels:
+            if f"b/{k.file}" not in gold:
+                res.errors.append(f"gold.patch does not touch {k.file}")
+    if not tdir.test_patch_path.is_file():
+        res.errors.append("test.patch missing")
+    requirement = tdir.read_requirement()
+    if not requirement.strip():
+        res.errors.append("requirement.md missing or empty")
+    elif leaks_gold(requirement, task):
+        res.errors.append("requirement.md contains lines of the gold kernel")
+    if tdir.curation_path.exists():
+        try:
+            tdir.load_curation()
+        except (ValueError, KeyError, TypeError) as exc:
+            res.errors.append(f"curation.json unreadable: {exc!r}")
+    if not task.tests.command:
+        res.warnings.append("no tests selected")
+    return res
+
+
+def check_all(root: Path) -> list[CheckResult]:
+    return [check_task(t) for t in task_dirs(root)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m curation.check", description=__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "--tasks", type=Path, default=Path("tasks"), help="task directories (default: %(default)s)"
+    )
+    args = p.parse_args(argv)
+    results = check_all(args.tasks)
+    if not results:
+        print(f"no task directories under {args.tasks}", file=sys.stderr)
+        return 1
+    bad = 0
+    for r in results:
+        for e in r.errors:
+            print(f"ERROR {r.task_id}: {e}")
+        for w in r.warnings:
+            print(f"warn  {r.task_id}: {w}")
+        bad += bool(r.errors)
+    print(f"{len(results)} tasks checked: {len(results) - bad} ok, {bad} with errors")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

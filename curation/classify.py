@@ -1,0 +1,104 @@
+"""Task type (optimization, new_op, feature, bug_fix) from code facts and PR text.
+
+Reads: a kept `Candidate` and its substantive kernel changes. Writes nothing.
+Each type collects points from evidence; the evidence that decided is stored with the task so a
+curator can see (and overrule) why. Code facts weigh more than words: PR titles say "fix" for
+many things, but a PR that only adds kernels is a new op whatever it says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from curation.filters import is_perf_parameter_change
+from curation.model import TaskType, TypeDecision
+from mining.model import Candidate, ChangeKind, KernelChange, KernelRole
+
+_TEXT_SIGNALS: dict[TaskType, re.Pattern[str]] = {
+    TaskType.BUG_FIX: re.compile(
+        r"\b(fix(es|ed)?|bug|incorrect|wrong|crash|nan|overflow|underflow|race|illegal "
+        r"(memory|address)|hotfix|regression|mismatch|broken)\b",
+        re.IGNORECASE,
+    ),
+    TaskType.OPTIMIZATION: re.compile(
+        r"\b(optimi[sz]\w*|speed\w*|faster|perf\w*|tun(e|ed|ing)|fus(e|ed|ion)|latency|"
+        r"throughput|efficien\w*|avoid (redundant|extra|unnecessary)|reduce|bandwidth|"
+        r"recompil\w*)\b",
+        re.IGNORECASE,
+    ),
+    TaskType.NEW_OP: re.compile(
+        r"\b(new (op|kernel)|add(s|ed)? (a |an )?(triton )?(kernel|op)s?|implement\w*)\b",
+        re.IGNORECASE,
+    ),
+    TaskType.FEATURE: re.compile(
+        r"\b(support|enable|feature|allow|extend|add(s|ed)? (support|option))\b", re.IGNORECASE
+    ),
+}
+
+# Break ties toward the type whose evidence is hardest to fake.
+_TIE_ORDER = (TaskType.BUG_FIX, TaskType.OPTIMIZATION, TaskType.NEW_OP, TaskType.FEATURE)
+
+
+def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
+    """The task's type and the evidence for it."""
+    points = dict.fromkeys(TaskType, 0.0)
+    evidence: dict[TaskType, list[str]] = {t: [] for t in TaskType}
+
+    def add(t: TaskType, pts: float, why: str) -> None:
+        points[t] += pts
+        evidence[t].append(f"{why} (+{pts:g} {t})")
+
+    added = [kc for kc in targets if kc.change is ChangeKind.ADDED]
+    modified = [kc for kc in targets if kc.change is ChangeKind.MODIFIED]
+    main_added = [kc for kc in added if kc.kernel.role is KernelRole.KERNEL]
+    tests_changed = any(f.is_test for f in cand.files)
+
+    if added and not modified:
+        add(TaskType.NEW_OP, 3, f"only adds kernels: {', '.join(k.name for k in added[:4])}")
+        existing = {kc.file for kc in cand.kernel_changes if kc.before is not None}
+        if existing & {kc.file for kc in added}:
+            add(TaskType.FEATURE, 1, "adds kernels next to existing ones in the same file")
+    if modified and main_added:
+        add(TaskType.FEATURE, 2, "adds kernels and modifies existing ones")
+    sig_changed = [
+        kc for kc in modified if kc.before and kc.after and kc.before.params != kc.after.params
+    ]
+    if sig_changed:
+        add(TaskType.FEATURE, 2, f"signature changed: {', '.join(k.name for k in sig_changed[:4])}")
+    perf = [kc for kc in modified if is_perf_parameter_change(kc)]
+    if perf:
+        add(
+            TaskType.OPTIMIZATION,
+            3,
+            f"launch/autotune parameters changed: {', '.join(k.name for k in perf[:4])}",
+        )
+    if modified and not sig_changed and not added:
+        add(TaskType.OPTIMIZATION, 1, "modifies kernel bodies, interface unchanged")
+        add(TaskType.BUG_FIX, 1, "modifies kernel bodies, interface unchanged")
+    if modified and tests_changed:
+        add(TaskType.BUG_FIX, 0.5, "changes tests along with the kernel")
+
+    title = cand.github.title if cand.github else cand.subject
+    body = cand.github.body if cand.github else cand.body
+    for t, pattern in _TEXT_SIGNALS.items():
+        m = pattern.search(title)
+        if m:
+            add(t, 2, f"title says {m.group(0)!r}")
+        elif (m := pattern.search(body[:2000])) is not None:
+            add(t, 0.5, f"description says {m.group(0)!r}")
+    labels = cand.github.labels if cand.github else ()
+    for label in labels:
+        low = label.lower()
+        if "bug" in low or "fix" in low:
+            add(TaskType.BUG_FIX, 1.5, f"label {label!r}")
+        elif "perf" in low or "optim" in low:
+            add(TaskType.OPTIMIZATION, 1.5, f"label {label!r}")
+        elif "feature" in low or "enhancement" in low:
+            add(TaskType.FEATURE, 1.5, f"label {label!r}")
+
+    best = max(_TIE_ORDER, key=lambda t: (points[t], -_TIE_ORDER.index(t)))
+    if added and not modified and best is TaskType.BUG_FIX:
+        # a fix that only adds kernels is really new code: the fix is elsewhere
+        best = max((TaskType.NEW_OP, TaskType.FEATURE), key=lambda t: points[t])
+    return TypeDecision(type=best, evidence=tuple(evidence[best]))

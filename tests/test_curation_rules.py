@@ -1,0 +1,217 @@
+"""Filters, task types and the difficulty formula, on candidates mined from tiny real repos."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from curation.classify import classify
+from curation.difficulty import LEVELS, grade, level, score
+from curation.filters import FilterConfig, judge_all, substantive_changes
+from curation.model import RejectReason, TaskType
+from mining.crawl import main as crawl
+from mining.model import Candidate
+from mining.store import read_candidates
+from tests.gitrepo import TinyRepo
+from tests.kernels_src import (
+    ADD_KERNEL,
+    ADD_KERNEL_REFORMATTED,
+    ADD_KERNEL_SCALED,
+    HELPER_KERNEL,
+    PLAIN_MODULE,
+    SCALE_KERNEL,
+)
+
+MATMUL_KERNEL = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * sam + (k + rk)[None, :] * sak,
+                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
+                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    tl.atomic_add(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc,
+                  mask=(rm[:, None] < M) & (rn[None, :] < N))
+"""
+
+
+def mine(repo: TinyRepo, tmp_path: Path) -> list[Candidate]:
+    out = tmp_path / "work"
+    assert crawl([str(repo.path), "--out", str(out), "--quiet", "--no-github", "--jobs", "1"]) == 0
+    return read_candidates(out / repo.path.name / "candidates.jsonl")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> TinyRepo:
+    r = TinyRepo(tmp_path / "fw")
+    r.write("pkg/plain.py", PLAIN_MODULE)
+    r.commit("Initial commit")
+    r.write("pkg/ops/add.py", ADD_KERNEL)
+    r.commit("Add the add kernel (#1)")
+    return r
+
+
+def verdicts(repo: TinyRepo, tmp_path: Path, cfg: FilterConfig | None = None):
+    return {c.id: v for c, v in judge_all(mine(repo, tmp_path), cfg)}
+
+
+def test_new_kernel_is_kept(repo: TinyRepo, tmp_path: Path) -> None:
+    v = verdicts(repo, tmp_path)["#1"]
+    assert v.kept and v.reason is None
+
+
+def test_formatting_only_is_not_substantive(repo: TinyRepo, tmp_path: Path) -> None:
+    repo.write("pkg/ops/add.py", ADD_KERNEL_REFORMATTED)
+    repo.commit("Reformat (#2)")
+    v = verdicts(repo, tmp_path)["#2"]
+    assert v.reason is RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE
+    assert "formatting_only" in v.detail
+
+
+def test_pure_move_and_deletion_are_not_substantive(repo: TinyRepo, tmp_path: Path) -> None:
+    repo.mv("pkg/ops/add.py", "pkg/kernels/add.py")
+    repo.commit("Move (#2)")
+    repo.rm("pkg/kernels/add.py")
+    repo.commit("Delete (#3)")
+    v = verdicts(repo, tmp_path)
+    assert v["#2"].reason is RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE
+    assert v["#3"].reason is RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE
+
+
+def test_kernel_in_tests_or_benchmarks_only(repo: TinyRepo, tmp_path: Path) -> None:
+    repo.write("tests/test_ref_kernel.py", SCALE_KERNEL)
+    repo.write("benchmarks/bench_scale.py", SCALE_KERNEL.replace("scale_kernel", "bench_kernel"))
+    repo.commit("Reference kernel for tests (#2)")
+    assert verdicts(repo, tmp_path)["#2"].reason is RejectReason.TESTS_DOCS_BENCHMARKS_ONLY
+
+
+def test_revert_and_reverted_later(repo: TinyRepo, tmp_path: Path) -> None:
+    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
+    repo.commit("Scale the sum (#2)")
+    repo.write("pkg/ops/add.py", ADD_KERNEL)
+    repo.commit('Revert "Scale the sum (#2)" (#3)')
+    v = verdicts(repo, tmp_path)
+    assert v["#3"].reason is RejectReason.REVERT
+    assert v["#2"].reason is RejectReason.REVERTED_LATER
+    assert v["#1"].kept
+
+
+def test_giant_refactor_threshold(repo: TinyRepo, tmp_path: Path) -> None:
+    for i in range(5):
+        repo.write(f"pkg/ops/k{i}.py", SCALE_KERNEL.replace("scale_kernel", f"k{i}_kernel"))
+    repo.commit("Many kernels at once (#2)")
+    v = verdicts(repo, tmp_path, FilterConfig(max_kernels=3))
+    assert v["#2"].reason is RejectReason.GIANT_REFACTOR
+    assert verdicts(repo, tmp_path / "again", FilterConfig(max_kernels=10))["#2"].kept
+
+
+def test_constant_tweak_is_too_small_but_block_size_is_not(repo: TinyRepo, tmp_path: Path) -> None:
+    repo.write("pkg/ops/add.py", ADD_KERNEL.replace("program_id(0)", "program_id(1)"))
+    repo.commit("Use axis 1 (#2)")
+    repo.write("pkg/ops/scale.py", SCALE_KERNEL)
+    repo.commit("Scale (#3)")
+    repo.write("pkg/ops/scale.py", SCALE_KERNEL.replace("num_warps=8", "num_warps=4"))
+    repo.commit("Fewer warps (#4)")
+    v = verdicts(repo, tmp_path)
+    assert v["#2"].reason is RejectReason.TOO_SMALL
+    assert v["#4"].kept
+
+
+def typed(repo: TinyRepo, tmp_path: Path) -> dict[str, TaskType]:
+    out = {}
+    for c, v in judge_all(mine(repo, tmp_path)):
+        if v.kept:
+            out[c.id] = classify(c, substantive_changes(c)).type
+    return out
+
+
+def test_task_types(repo: TinyRepo, tmp_path: Path) -> None:
+    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
+    repo.write("tests/test_add.py", "def test_scaled():\n    assert True\n")
+    repo.commit("Fix wrong result of the add kernel (#2)")
+    repo.write("pkg/ops/scale.py", SCALE_KERNEL)
+    repo.commit("Scale (#3)")
+    repo.write(
+        "pkg/ops/scale.py",
+        SCALE_KERNEL.replace("num_warps=8", "num_warps=4").replace(
+            '{"BLOCK": 128}', '{"BLOCK": 1024}'
+        ),
+    )
+    repo.commit("Tune scale configs for H100 (#4)")
+    repo.write(
+        "pkg/ops/scale.py",
+        SCALE_KERNEL.replace("n, alpha,", "n, alpha, beta,").replace("* alpha", "* alpha + beta"),
+    )
+    repo.commit("Support an offset in scale (#5)")
+    types = typed(repo, tmp_path)
+    assert types["#1"] is TaskType.NEW_OP
+    assert types["#2"] is TaskType.BUG_FIX
+    assert types["#3"] is TaskType.NEW_OP
+    assert types["#4"] is TaskType.OPTIMIZATION
+    assert types["#5"] is TaskType.FEATURE
+
+
+def test_type_evidence_is_recorded(repo: TinyRepo, tmp_path: Path) -> None:
+    [cand] = [c for c in mine(repo, tmp_path) if c.id == "#1"]
+    decision = classify(cand, substantive_changes(cand))
+    assert any("only adds kernels: add_kernel" in e for e in decision.evidence)
+
+
+def test_difficulty_formula_levels() -> None:
+    assert [level(s) for s in (0.0, 1.99, 2.0, 3.5, 5.0, 6.49, 6.5, 20.0)] == [
+        1,
+        1,
+        2,
+        3,
+        4,
+        4,
+        5,
+        5,
+    ]
+    zero = dict.fromkeys(
+        (
+            "changed_lines",
+            "kernel_lines",
+            "kernels",
+            "helpers",
+            "params",
+            "uses_dot",
+            "uses_atomic",
+            "loops",
+            "masks",
+            "files",
+        ),
+        0.0,
+    )
+    assert score(zero) == 0.0
+    assert score({**zero, "uses_dot": 1.0}) == pytest.approx(1.0)
+    assert score({**zero, "changed_lines": 10.0}) == pytest.approx(1.0)  # log2(1 + 10/10)
+    assert len(LEVELS) == 4
+
+
+def test_difficulty_grows_with_kernel_features(repo: TinyRepo, tmp_path: Path) -> None:
+    repo.write("pkg/ops/square.py", HELPER_KERNEL)
+    repo.commit("Square (#2)")
+    repo.write("pkg/ops/mm.py", MATMUL_KERNEL)
+    repo.commit("Matmul (#3)")
+    cands = {c.id: c for c in mine(repo, tmp_path)}
+    d_add = grade(cands["#1"], substantive_changes(cands["#1"]))
+    d_sq = grade(cands["#2"], substantive_changes(cands["#2"]))
+    d_mm = grade(cands["#3"], substantive_changes(cands["#3"]))
+    assert d_mm.features["uses_dot"] == 1.0 and d_mm.features["uses_atomic"] == 1.0
+    assert d_mm.features["loops"] == 1.0
+    assert d_sq.features["helpers"] == 1.0
+    assert d_add.score < d_mm.score
+    assert d_add.level < d_mm.level
