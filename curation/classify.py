@@ -36,6 +36,8 @@ _TEXT_SIGNALS: dict[TaskType, re.Pattern[str]] = {
     ),
 }
 
+_BRANCH_WORDS = re.compile(r"[_/]")
+
 # Break ties toward the type whose evidence is hardest to fake.
 _TIE_ORDER = (TaskType.BUG_FIX, TaskType.OPTIMIZATION, TaskType.NEW_OP, TaskType.FEATURE)
 
@@ -81,6 +83,8 @@ def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
 
     title = cand.github.title if cand.github else cand.subject
     body = cand.github.body if cand.github else cand.body
+    # GitLab-era subjects are "Merge branch 'fix_mla_cp_bugs' into 'main'": read the branch
+    title = _BRANCH_WORDS.sub(" ", title)
     for t, pattern in _TEXT_SIGNALS.items():
         m = pattern.search(title)
         if m:

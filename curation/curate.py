@@ -49,7 +49,10 @@ def load_sources(work: Path, only: list[str], repo_paths: dict[str, Path]) -> li
             summary = cand_file.parent / "summary.json"
             if not summary.exists():
                 raise CurationError(f"{summary} is missing: pass --repo-path {name}=PATH")
-            path = Path(json.loads(summary.read_text())["repo_path"])
+            recorded = json.loads(summary.read_text()).get("repo_path")
+            if not recorded:
+                raise CurationError(f"{summary} names no repo_path: pass --repo-path {name}=PATH")
+            path = Path(recorded)
         sources.append(Source(name, read_candidates(cand_file), path))
     if not sources:
         raise CurationError(f"no candidates.jsonl under {work}: run `python -m mining.crawl` first")

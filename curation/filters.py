@@ -4,12 +4,14 @@ Reads: `Candidate` records of the mining stage. Writes nothing. Each reject is a
 `RejectReason` with a one-line detail, never an exception; the summary counts them.
 
 A task needs a *substantive* kernel change: a kernel added or modified (not only reformatted,
-moved, renamed with its file, or deleted) in a file that is not a test, benchmark or document.
+moved, renamed with its file, deleted, or changed only by renaming identifiers) in a file that
+is not a test, benchmark or document.
 """
 
 from __future__ import annotations
 
 import difflib
+import keyword
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -50,11 +52,11 @@ def is_kernel_source_path(path: str) -> bool:
 
 
 def substantive_changes(cand: Candidate) -> list[KernelChange]:
-    """Kernel changes a task can be made of, in source files."""
+    """Kernel changes a task can be made of, in source files (a pure renaming is not one)."""
     return [
         kc
         for kc in cand.kernel_changes
-        if kc.change in SUBSTANTIVE and is_kernel_source_path(kc.file)
+        if kc.change in SUBSTANTIVE and is_kernel_source_path(kc.file) and not is_rename_only(kc)
     ]
 
 
@@ -82,6 +84,35 @@ def is_perf_parameter_change(kc: KernelChange) -> bool:
     return any(_PERF_WORDS.search(a + " " + b) for a, b in changed_kernel_lines(kc))
 
 
+_CODE_TOKEN = re.compile(
+    r"#[^\n]*|(?P<str>[rbfuRBFU]*(\"\"\"[\s\S]*?\"\"\"|'\'\'[\s\S]*?'\'\'|\"[^\"\n]*\"|'[^'\n]*'))"
+    r"|(?P<name>[A-Za-z_]\w*)|(?P<other>\d[\w.]*|\S)"
+)
+_KEYWORDS = frozenset(keyword.kwlist)
+
+
+def _shape(source: str) -> list[str]:
+    """Tokens with every identifier replaced by the order of its first appearance."""
+    seen: dict[str, str] = {}
+    out = []
+    for m in _CODE_TOKEN.finditer(source):
+        if m.group(0).startswith("#"):
+            continue
+        name = m.group("name")
+        if name is not None and name not in _KEYWORDS:
+            out.append(seen.setdefault(name, f"${len(seen)}"))
+        else:
+            out.append(m.group(0))
+    return out
+
+
+def is_rename_only(kc: KernelChange) -> bool:
+    """The kernel changed only by renaming identifiers (parameters, variables, the kernel)."""
+    if kc.change is not ChangeKind.MODIFIED or not (kc.before and kc.after):
+        return False
+    return _shape(kc.before.source) == _shape(kc.after.source)
+
+
 def _is_trivial(kc: KernelChange, cfg: FilterConfig) -> bool:
     if kc.change is not ChangeKind.MODIFIED or is_perf_parameter_change(kc):
         return False
@@ -104,6 +135,8 @@ def reverted_commits(cands: Iterable[Candidate]) -> set[str]:
 def judge(cand: Candidate, reverted: set[str], cfg: FilterConfig | None = None) -> Verdict:
     """Keep the candidate, or say why not."""
     cfg = cfg or FilterConfig()
+    if cand.parent is None:
+        return Verdict(RejectReason.NO_BASE_COMMIT, "a root commit has no base to start from")
     if cand.revert is not None and cand.revert.kind == "revert":
         return Verdict(RejectReason.REVERT, f"reverts {cand.revert.target_subject!r}")
     if cand.commit in reverted:
@@ -112,7 +145,12 @@ def judge(cand: Candidate, reverted: set[str], cfg: FilterConfig | None = None) 
     if not subst:
         in_sources = [kc for kc in cand.kernel_changes if is_kernel_source_path(kc.file)]
         if in_sources:
-            kinds = sorted({str(kc.change) for kc in in_sources})
+            kinds = sorted(
+                {
+                    "identifiers renamed" if is_rename_only(kc) else str(kc.change)
+                    for kc in in_sources
+                }
+            )
             return Verdict(
                 RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE, "kernel changes: " + ", ".join(kinds)
             )

@@ -30,7 +30,7 @@ class RejectReason(StrEnum):
     REVERTED_LATER = "reverted_later"
     GIANT_REFACTOR = "giant_refactor"
     TOO_SMALL = "too_small"
-    DUPLICATE = "duplicate"  # an earlier task holds the same kernel change
+    NO_BASE_COMMIT = "no_base_commit"  # a root commit: nothing to start the task from
 
 
 class CurationStatus(StrEnum):

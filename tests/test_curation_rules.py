@@ -170,16 +170,8 @@ def test_type_evidence_is_recorded(repo: TinyRepo, tmp_path: Path) -> None:
 
 
 def test_difficulty_formula_levels() -> None:
-    assert [level(s) for s in (0.0, 1.99, 2.0, 3.5, 5.0, 6.49, 6.5, 20.0)] == [
-        1,
-        1,
-        2,
-        3,
-        4,
-        4,
-        5,
-        5,
-    ]
+    cuts = (0.0, 5.49, 5.5, 7.5, 9.5, 12.49, 12.5, 20.0)
+    assert [level(s) for s in cuts] == [1, 1, 2, 3, 4, 4, 5, 5]
     zero = dict.fromkeys(
         (
             "changed_lines",
@@ -215,3 +207,21 @@ def test_difficulty_grows_with_kernel_features(repo: TinyRepo, tmp_path: Path) -
     assert d_sq.features["helpers"] == 1.0
     assert d_add.score < d_mm.score
     assert d_add.level < d_mm.level
+
+
+def test_identifier_renaming_is_not_substantive(repo: TinyRepo, tmp_path: Path) -> None:
+    renamed = ADD_KERNEL.replace("BLOCK", "TILE").replace("offs", "offsets")
+    repo.write("pkg/ops/add.py", renamed)
+    repo.commit("Rename block to tile (#2)")
+    v = verdicts(repo, tmp_path)["#2"]
+    assert v.reason is RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE
+    assert "identifiers renamed" in v.detail
+
+
+def test_branch_name_of_a_gitlab_merge_is_read_as_title(repo: TinyRepo, tmp_path: Path) -> None:
+    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
+    repo.commit("Merge branch 'fix_add_scaling' into 'main'\n\nSee merge request ADLR/x!12")
+    cand = next(c for c in mine(repo, tmp_path) if c.id == "!12")
+    decision = classify(cand, substantive_changes(cand))
+    assert decision.type is TaskType.BUG_FIX
+    assert any("title says 'fix'" in e for e in decision.evidence)
