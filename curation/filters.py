@@ -4,15 +4,17 @@ Reads: `Candidate` records of the mining stage. Writes nothing. Each reject is a
 `RejectReason` with a one-line detail, never an exception; the summary counts them.
 
 A task needs a *substantive* kernel change: a kernel added or modified (not only reformatted,
-moved, renamed with its file, deleted, or changed only by renaming identifiers) in a file that
-is not a test, benchmark or document.
+moved, renamed with its file, deleted, or changed only in its docstring or by renaming
+identifiers) in a file that is not a test, benchmark or document.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import keyword
 import re
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -56,7 +58,7 @@ def substantive_changes(cand: Candidate) -> list[KernelChange]:
     return [
         kc
         for kc in cand.kernel_changes
-        if kc.change in SUBSTANTIVE and is_kernel_source_path(kc.file) and not is_rename_only(kc)
+        if kc.change in SUBSTANTIVE and is_kernel_source_path(kc.file) and not cosmetic_kind(kc)
     ]
 
 
@@ -91,26 +93,75 @@ _CODE_TOKEN = re.compile(
 _KEYWORDS = frozenset(keyword.kwlist)
 
 
-def _shape(source: str) -> list[str]:
-    """Tokens with every identifier replaced by the order of its first appearance."""
-    seen: dict[str, str] = {}
+def _tokens(source: str) -> list[tuple[str, str]]:
+    """(kind, text) tokens without comments; kind is str, name or other."""
     out = []
     for m in _CODE_TOKEN.finditer(source):
-        if m.group(0).startswith("#"):
+        kind = m.lastgroup
+        if kind is None:  # a comment
             continue
-        name = m.group("name")
-        if name is not None and name not in _KEYWORDS:
-            out.append(seen.setdefault(name, f"${len(seen)}"))
-        else:
-            out.append(m.group(0))
+        text = m.group(0)
+        out.append(("other" if kind == "name" and text in _KEYWORDS else kind, text))
     return out
 
 
 def is_rename_only(kc: KernelChange) -> bool:
-    """The kernel changed only by renaming identifiers (parameters, variables, the kernel)."""
+    """The kernel changed only by renaming identifiers, consistently, docstrings included."""
     if kc.change is not ChangeKind.MODIFIED or not (kc.before and kc.after):
         return False
-    return _shape(kc.before.source) == _shape(kc.after.source)
+    old, new = _tokens(kc.before.source), _tokens(kc.after.source)
+    if len(old) != len(new):
+        return False
+    renames: dict[str, str] = {}
+    reverse: dict[str, str] = {}
+    strings: list[tuple[str, str]] = []
+    for (ka, ta), (kb, tb) in zip(old, new, strict=True):
+        if ka != kb:
+            return False
+        if ka == "name":
+            if renames.setdefault(ta, tb) != tb or reverse.setdefault(tb, ta) != ta:
+                return False
+        elif ka == "str":
+            strings.append((ta, tb))
+        elif ta != tb:
+            return False
+    if all(a == b for a, b in renames.items()):
+        return False  # nothing was renamed: the change is elsewhere (strings)
+    # A docstring that names the renamed identifiers is renamed with them.
+    return all(
+        re.sub(r"\w+", lambda m: renames.get(m.group(0), m.group(0)), a) == b for a, b in strings
+    )
+
+
+def _ast_without_docstrings(source: str) -> str | None:
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            first = body[0].value if body and isinstance(body[0], ast.Expr) else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def is_docstring_only(kc: KernelChange) -> bool:
+    """The kernel's code is unchanged; only its docstring (or comments) differ."""
+    if kc.change is not ChangeKind.MODIFIED or not (kc.before and kc.after):
+        return False
+    old = _ast_without_docstrings(kc.before.source)
+    return old is not None and old == _ast_without_docstrings(kc.after.source)
+
+
+def cosmetic_kind(kc: KernelChange) -> str | None:
+    """Why a modification is cosmetic (no change to what the kernel computes), or None."""
+    if is_docstring_only(kc):
+        return "docstring only"
+    if is_rename_only(kc):
+        return "identifiers renamed"
+    return None
 
 
 def _is_trivial(kc: KernelChange, cfg: FilterConfig) -> bool:
@@ -145,12 +196,7 @@ def judge(cand: Candidate, reverted: set[str], cfg: FilterConfig | None = None) 
     if not subst:
         in_sources = [kc for kc in cand.kernel_changes if is_kernel_source_path(kc.file)]
         if in_sources:
-            kinds = sorted(
-                {
-                    "identifiers renamed" if is_rename_only(kc) else str(kc.change)
-                    for kc in in_sources
-                }
-            )
+            kinds = sorted({cosmetic_kind(kc) or str(kc.change) for kc in in_sources})
             return Verdict(
                 RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE, "kernel changes: " + ", ".join(kinds)
             )

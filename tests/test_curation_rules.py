@@ -210,12 +210,20 @@ def test_difficulty_grows_with_kernel_features(repo: TinyRepo, tmp_path: Path) -
 
 
 def test_identifier_renaming_is_not_substantive(repo: TinyRepo, tmp_path: Path) -> None:
-    renamed = ADD_KERNEL.replace("BLOCK", "TILE").replace("offs", "offsets")
+    doc = '    """Sum one BLOCK of x and y."""\n'
+    with_doc = ADD_KERNEL.replace(
+        "    pid = tl.program_id(0)\n", doc + "    pid = tl.program_id(0)\n"
+    )
+    repo.write("pkg/ops/add.py", with_doc)
+    repo.commit("Document the kernel (#2)")
+    renamed = with_doc.replace("BLOCK", "TILE").replace("offs", "offsets")
     repo.write("pkg/ops/add.py", renamed)
-    repo.commit("Rename block to tile (#2)")
-    v = verdicts(repo, tmp_path)["#2"]
-    assert v.reason is RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE
-    assert "identifiers renamed" in v.detail
+    repo.commit("Rename block to tile (#3)")
+    v = verdicts(repo, tmp_path)
+    assert v["#2"].reason is RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE
+    assert "docstring only" in v["#2"].detail
+    assert v["#3"].reason is RejectReason.NO_SUBSTANTIVE_KERNEL_CHANGE
+    assert "identifiers renamed" in v["#3"].detail
 
 
 def test_branch_name_of_a_gitlab_merge_is_read_as_title(repo: TinyRepo, tmp_path: Path) -> None:
