@@ -14,11 +14,13 @@ Sections, in order: title, Goal, Where, Interface, Constraints, How it is checke
 
 from __future__ import annotations
 
+import ast
 import http.client
 import json
 import logging
 import os
 import re
+import textwrap
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -368,12 +370,16 @@ def _interface(task: Task) -> list[str]:
     for k in task.kernels:
         out += ["", f"### `{k.name}`"]
         if k.signature_before:
-            out += ["Signature at the base commit:", "```python", k.signature_before, "```"]
+            shown = header(k.before_src) or k.signature_before
+            out += ["Signature at the base commit:", "```python", shown, "```"]
         if k.change != "deleted" and k.signature_after and _signature_changed(k):
             label = "Required signature:" if k.signature_before else "Required signature (new):"
-            out += [label, "```python", k.signature_after, "```"]
+            out += [label, "```python", header(k.after_src) or k.signature_after, "```"]
         elif k.signature_before and k.change != "deleted":
             out.append("Keep this signature.")
+        doc = docstring(k.after_src) if k.change == "added" else None
+        if doc:
+            out += ["What it computes (its documentation):", *(f"> {x}" for x in doc.splitlines())]
         if k.constexpr_params:
             out.append("Compile-time (`tl.constexpr`) parameters: " + _names(k.constexpr_params))
         if k.autotune_configs_before:
@@ -446,6 +452,38 @@ def _source_facts(src: str) -> list[str]:
     return facts
 
 
+def header(src: str | None) -> str | None:
+    """The `def` line(s) of a kernel through its parameter list, as written (comments kept:
+    they often carry the shapes and dtypes of pointer arguments)."""
+    if not src:
+        return None
+    lines = src.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("def ")), None)
+    if start is None:
+        return None
+    depth = 0
+    for end in range(start, len(lines)):
+        code = lines[end].split("#", 1)[0]
+        depth += code.count("(") - code.count(")")
+        if depth <= 0 and code.rstrip().endswith(":"):
+            return textwrap.dedent("\n".join(lines[start : end + 1]))
+    return None
+
+
+def docstring(src: str | None) -> str | None:
+    """The docstring of the kernel function in `src`, if it has one."""
+    if not src:
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(src))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return ast.get_docstring(node)
+    return None
+
+
 def _signature_changed(k: TargetKernel) -> bool:
     if k.signature_before is None or k.signature_after is None:
         return k.signature_after is not None
@@ -460,6 +498,8 @@ def _known_lines(task: Task) -> set[str]:
             *(k.autotune_configs_before for k in task.kernels),
             *(k.signature_before for k in task.kernels),
             *(k.signature_after for k in task.kernels),
+            *(header(k.after_src) for k in task.kernels),
+            *(docstring(k.after_src) for k in task.kernels),
             *(item.source for item in _context_items(task)),
         ]
     )

@@ -418,3 +418,39 @@ def test_llm_unreachable_endpoint_falls_back(endpoint):
     with pytest.raises(RequirementError, match="LLM endpoint failed"):
         drafter.draft(task)
     assert write_requirement(replace(task, body=""), drafter)[1] == "template"
+
+
+def test_new_kernel_shows_commented_parameters_and_docstring_not_body() -> None:
+    from dataclasses import replace
+
+    from curation.requirement import docstring, header
+
+    src = '''@triton.jit
+def _pad_rows_kernel(
+    out_ptr,  # int64* [rows, topk]
+    count_ptr,  # int32* [1]
+    ROWS: tl.constexpr,
+):
+    """Fill out[count:, :] with -1."""
+    r = tl.arange(0, ROWS)
+    tl.store(out_ptr + r, -1, mask=r >= tl.load(count_ptr))
+'''
+    assert header(src) is not None and "# int64* [rows, topk]" in (header(src) or "")
+    assert docstring(src) == "Fill out[count:, :] with -1."
+    task = make_task()
+    [first, *rest] = task.kernels
+    added = replace(
+        first,
+        name="_pad_rows_kernel",
+        change="added",
+        before_src=None,
+        after_src=src,
+        signature_before=None,
+        signature_after="def _pad_rows_kernel(out_ptr, count_ptr, ROWS)",
+    )
+    task = replace(task, kernels=(added, *rest))
+    text = draft_requirement(task)
+    assert "out_ptr,  # int64* [rows, topk]" in text
+    assert "> Fill out[count:, :] with -1." in text
+    assert "tl.store(out_ptr + r" not in text
+    assert not leaks_gold(text, task)
