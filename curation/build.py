@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from curation.classify import classify
+from curation.classify import classify, pr_title
 from curation.context import ContextBuilder
 from curation.difficulty import grade
 from curation.filters import changed_kernel_lines, substantive_changes
@@ -100,7 +100,7 @@ class TaskBuilder:
         files = tuple(
             FileStat(f.path, f.status, f.additions, f.deletions, f.is_test) for f in cand.files
         )
-        title = cand.github.title if cand.github else cand.subject
+        title = pr_title(cand)
         body = cand.github.body if cand.github else cand.body
         task = Task(
             task_id=tdir.id,

@@ -36,7 +36,28 @@ _TEXT_SIGNALS: dict[TaskType, re.Pattern[str]] = {
     ),
 }
 
-_BRANCH_WORDS = re.compile(r"[_/]")
+_MERGE_BRANCH = re.compile(r"^Merge branch '(?P<branch>[^']+)' into '[^']+'")
+_CONVENTIONAL = re.compile(r"^(?P<kind>feat|fix|perf|refactor)(\([^)]*\))?!?:", re.IGNORECASE)
+_CONVENTIONAL_TYPE = {
+    "feat": TaskType.FEATURE,
+    "fix": TaskType.BUG_FIX,
+    "perf": TaskType.OPTIMIZATION,
+}
+
+
+def pr_title(cand: Candidate) -> str:
+    """The PR's title: GitHub's, else the subject; for a GitLab-era `Merge branch 'x' into
+    'main'` commit, the merge request title on the body's first line, else the branch name."""
+    if cand.github:
+        return cand.github.title
+    m = _MERGE_BRANCH.match(cand.subject)
+    if not m:
+        return cand.subject
+    first = cand.body.strip().splitlines()[0].strip() if cand.body.strip() else ""
+    if first and not first.lower().startswith("see merge request"):
+        return first
+    return re.sub(r"[_/-]+", " ", m.group("branch"))
+
 
 # Break ties toward the type whose evidence is hardest to fake.
 _TIE_ORDER = (TaskType.BUG_FIX, TaskType.OPTIMIZATION, TaskType.NEW_OP, TaskType.FEATURE)
@@ -81,10 +102,12 @@ def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
     if modified and tests_changed:
         add(TaskType.BUG_FIX, 0.5, "changes tests along with the kernel")
 
-    title = cand.github.title if cand.github else cand.subject
+    title = pr_title(cand)
     body = cand.github.body if cand.github else cand.body
-    # GitLab-era subjects are "Merge branch 'fix_mla_cp_bugs' into 'main'": read the branch
-    title = _BRANCH_WORDS.sub(" ", title)
+    conventional = _CONVENTIONAL.match(title)
+    if conventional and conventional.group("kind").lower() in _CONVENTIONAL_TYPE:
+        kind = conventional.group("kind").lower()
+        add(_CONVENTIONAL_TYPE[kind], 3, f"title is a conventional {kind!r} commit")
     for t, pattern in _TEXT_SIGNALS.items():
         m = pattern.search(title)
         if m:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from curation.classify import classify
+from curation.classify import classify, pr_title
 from curation.difficulty import LEVELS, grade, level, score
 from curation.filters import FilterConfig, judge_all, substantive_changes
 from curation.model import RejectReason, TaskType
@@ -226,10 +226,21 @@ def test_identifier_renaming_is_not_substantive(repo: TinyRepo, tmp_path: Path) 
     assert "identifiers renamed" in v["#3"].detail
 
 
-def test_branch_name_of_a_gitlab_merge_is_read_as_title(repo: TinyRepo, tmp_path: Path) -> None:
+def test_gitlab_merge_titles(repo: TinyRepo, tmp_path: Path) -> None:
     repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
     repo.commit("Merge branch 'fix_add_scaling' into 'main'\n\nSee merge request ADLR/x!12")
-    cand = next(c for c in mine(repo, tmp_path) if c.id == "!12")
-    decision = classify(cand, substantive_changes(cand))
+    repo.write("pkg/ops/add.py", ADD_KERNEL)
+    repo.write("pkg/ops/scale.py", SCALE_KERNEL)
+    repo.commit(
+        "Merge branch 'fix_scale' into 'main'\n\nfeat(ops): Support scaling by alpha\n\n"
+        "See merge request ADLR/x!13"
+    )
+    cands = {c.id: c for c in mine(repo, tmp_path)}
+    assert pr_title(cands["!12"]) == "fix add scaling"  # no MR title: the branch name
+    decision = classify(cands["!12"], substantive_changes(cands["!12"]))
     assert decision.type is TaskType.BUG_FIX
     assert any("title says 'fix'" in e for e in decision.evidence)
+    assert pr_title(cands["!13"]) == "feat(ops): Support scaling by alpha"
+    decision = classify(cands["!13"], substantive_changes(cands["!13"]))
+    assert decision.type is TaskType.FEATURE
+    assert any("conventional 'feat'" in e for e in decision.evidence)
