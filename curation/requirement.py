@@ -62,7 +62,8 @@ _NOISE_LINE = re.compile(
       | (?:[-*]\s*)?(?:__->__\s*)?\#\d+\s*$    # ghstack entry or a bare issue number
       | (?:cc|ccing|/cc)\s*[:@]                 # reviewer pings
       | (?:signed-off-by|co-authored-by|reviewed[- ]by|pulled[- ]by|differential\ revision
-         |pull\ request\ resolved|test\ plan|ghstack-source-id|stack\ from\ \[?ghstack)\b
+         |pull\ request\ resolved|test\ plan|ghstack-source-id|stack\ from\ \[?ghstack
+         |see\ merge\ request)\b
       | .*(?:fill\ in\ the\ pr\ description|before\ submitting|link\ existing\ issues
          |fixes\ \#issue_number|pr\ checklist)
     )""",
@@ -303,6 +304,8 @@ def _render(task: Task, *, with_body: bool) -> str:
     title = _TITLE_TAGS.sub("", task.title).strip() or ", ".join(k.name for k in task.kernels)
     out = [f"# {label} in {task.framework}: {title}", "", "## Goal", goal]
     body = _safe_body(task, GOAL_MAX_CHARS) if with_body else ""
+    if body.split("\n\n", 1)[0].strip() == task.title.strip():
+        body = body.split("\n\n", 1)[1] if "\n\n" in body else ""  # the title, said again
     if body:
         out += [
             "",

@@ -454,3 +454,16 @@ def _pad_rows_kernel(
     assert "> Fill out[count:, :] with -1." in text
     assert "tl.store(out_ptr + r" not in text
     assert not leaks_gold(text, task)
+
+
+def test_gitlab_merge_body_repeating_the_title_adds_nothing() -> None:
+    from dataclasses import replace
+
+    task = replace(
+        make_task(),
+        title="feat(MLA): Support packed sequences",
+        body="feat(MLA): Support packed sequences\n\nSee merge request ADLR/megatron-lm!3220",
+    )
+    text = draft_requirement(task)
+    assert "See merge request" not in text
+    assert "From the pull request" not in text
