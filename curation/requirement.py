@@ -400,8 +400,8 @@ def _constraints(task: Task) -> list[str]:
         if k.constexpr_params:
             out.append(
                 f"- `{k.name}`: {_names(k.constexpr_params)} "
-                f"{'is' if len(k.constexpr_params) == 1 else 'are'} `tl.constexpr`; block sizes "
-                "must stay compile-time constants (powers of two for `tl.arange`)."
+                f"{'is' if len(k.constexpr_params) == 1 else 'are'} `tl.constexpr` at the base "
+                "commit; `tl.arange` extents must be compile-time powers of two."
             )
         facts = _source_facts(k.before_src or "")
         if facts:

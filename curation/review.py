@@ -39,6 +39,7 @@ from curation.taskdir import TaskDir, task_dirs
 logger = logging.getLogger(__name__)
 
 MAX_BODY = 1 << 20  # a requirement is a few KB; anything near this is a mistake or an attack
+DRAIN_LIMIT = 16 << 20  # oversized bodies up to this are read and dropped before the 413
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _TASK_PAGE = re.compile(r"^/task/([^/]+)/?$")
 _API = re.compile(r"^/api/task/([^/]+)/(requirement|decision)$")
@@ -561,6 +562,10 @@ class ReviewHandler(BaseHTTPRequestHandler):
             raise _Refused(411, "Content-Length required")
         if int(length) > MAX_BODY:
             self.close_connection = True  # the unread body would be parsed as the next request
+            # Read a moderately oversized body before answering: closing on a client that is
+            # still sending resets the connection and it never sees the 413.
+            if int(length) <= DRAIN_LIMIT:
+                self.rfile.read(int(length))
             raise _Refused(413, f"request body over {MAX_BODY} bytes")
         try:
             payload = json.loads(self.rfile.read(int(length)))
