@@ -68,7 +68,7 @@ RECIPES: dict[str, Recipe] = {
     ),
     "vllm-precompiled": Recipe(
         name="vllm-precompiled",
-        description="VLLM_USE_PRECOMPILED=1 pip install -e . (Python files over precompiled binaries)",
+        description="VLLM_USE_PRECOMPILED=1 pip install -e . (Python over prebuilt binaries)",
         env_steps=(),
         task_steps=("VLLM_USE_PRECOMPILED=1 pip install --no-cache-dir -e .",),
         requirement_files=(
@@ -81,7 +81,7 @@ RECIPES: dict[str, Recipe] = {
     ),
     "pytorch-nightly-overlay": Recipe(
         name="pytorch-nightly-overlay",
-        description="nightly wheel of the commit's date with the commit's Python files copied over it",
+        description="nightly wheel of the commit date, the commit's Python files over it",
         env_steps=(
             'pip install --no-cache-dir --pre "torch=={torch_nightly}" '
             "--index-url https://download.pytorch.org/whl/nightly/{cuda_tag}",
