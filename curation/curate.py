@@ -189,17 +189,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _dedup(tasks: list[Task], threshold: float, codebert: str | None) -> list[Task]:
-    from curation.dedup import DedupItem, find_duplicates
+    from curation.dedup import TaskKernels, find_task_duplicates
 
     items = [
-        DedupItem(
+        TaskKernels(
             task_id=t.task_id,
             date=t.merged_at,
-            code="\n".join((k.after_src or k.before_src or "") for k in t.kernels),
+            kernels=tuple(
+                k.after_src or k.before_src or "" for k in t.kernels if k.role == "kernel"
+            ),
         )
         for t in tasks
     ]
-    report = find_duplicates(items, threshold=threshold, codebert_model=codebert)
+    report = find_task_duplicates(items, threshold=threshold, codebert_model=codebert)
     if report.note:
         log.warning("%s", report.note)
     return [replace(t, dedup=report.infos.get(t.task_id)) for t in tasks]

@@ -264,3 +264,74 @@ def _clusters(
                 ra, rb = rb, ra
             parent[rb] = ra
     return {tid: find(tid) for tid in ids}
+
+
+@dataclass(frozen=True)
+class TaskKernels:
+    """A task as kernel-level dedup sees it: each target kernel's gold source on its own."""
+
+    task_id: str
+    date: str
+    kernels: tuple[str, ...]
+
+
+# Kernels shorter than this many lines (one-line helpers, tiny casts) match by accident.
+MIN_KERNEL_LINES = 8
+
+
+def find_task_duplicates(
+    tasks: Sequence[TaskKernels],
+    *,
+    threshold: float = 0.8,
+    num_perm: int = 128,
+    codebert_model: str | None = None,
+) -> DedupReport:
+    """Near-duplicate tasks, compared kernel by kernel.
+
+    A PR that copies three kernels from another framework next to nine of its own shares few
+    shingles with any single task of that framework when the kernels are concatenated; kernel
+    by kernel the copies stand out. Two tasks are duplicates when any of their kernels are; a
+    task pair's similarity is that of its most similar kernel pair.
+    """
+    items = []
+    owner: dict[str, str] = {}
+    for t in tasks:
+        for i, code in enumerate(t.kernels):
+            if code.count("\n") + 1 < MIN_KERNEL_LINES:
+                continue
+            key = f"{t.task_id}\x00{i}"
+            owner[key] = t.task_id
+            items.append(DedupItem(task_id=key, date=t.date, code=code))
+    report = find_duplicates(
+        items, threshold=threshold, num_perm=num_perm, codebert_model=codebert_model
+    )
+    best: dict[tuple[str, str], tuple[float, str]] = {}
+    for a, b, score, method in report.pairs:
+        ta, tb = owner[a], owner[b]
+        if ta == tb:
+            continue
+        key = (ta, tb) if ta < tb else (tb, ta)
+        if key not in best or score > best[key][0]:
+            best[key] = (score, method)
+    order = {t.task_id: (_parse_date(DedupItem(t.task_id, t.date, "")), t.task_id) for t in tasks}
+    ids = [t.task_id for t in tasks]
+    pairs = sorted(
+        ((a, b, s, m) for (a, b), (s, m) in best.items()),
+        key=lambda p: (-p[2], order[p[0]], order[p[1]]),
+    )
+    clusters = _clusters(ids, [(a, b) for a, b, s, _ in pairs if s >= threshold], order)
+    nearest: dict[str, tuple[str, float, str]] = {}
+    for a, b, s, m in pairs:
+        nearest.setdefault(a, (b, s, m))
+        nearest.setdefault(b, (a, s, m))
+    method = METHOD_CODEBERT if pairs and pairs[0][3] == METHOD_CODEBERT else METHOD_MINHASH
+    infos = {
+        tid: DedupInfo(
+            cluster=clusters[tid],
+            nearest=nearest[tid][0] if tid in nearest else None,
+            similarity=nearest[tid][1] if tid in nearest else 0.0,
+            method=nearest[tid][2] if tid in nearest else method,
+        )
+        for tid in ids
+    }
+    return DedupReport(infos=infos, pairs=pairs, note=report.note, threshold=threshold)

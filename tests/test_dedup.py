@@ -225,3 +225,21 @@ def test_codebert_scores_replace_token_scores_when_available(monkeypatch):
         0.97,
         "codebertscore",
     )
+
+
+def test_a_kernel_copied_among_many_others_is_found_kernel_by_kernel() -> None:
+    from curation.dedup import TaskKernels, find_task_duplicates
+
+    others = tuple(
+        VEC_ADD.replace("vec_add", f"other{i}").replace("x + y", f"x * {i} - y")
+        + f"\n# variant {i}\n" * 3
+        for i in range(6)
+    )
+    big = TaskKernels("fw_b__9__many", "2025-02-01T00:00:00Z", (*others, SOFTMAX))
+    source = TaskKernels("fw_a__1__softmax", "2024-01-01T00:00:00Z", (SOFTMAX,))
+    unrelated = TaskKernels("fw_a__2__layernorm", "2024-03-01T00:00:00Z", (LAYERNORM,))
+    report = find_task_duplicates([big, source, unrelated])
+    assert report.infos["fw_b__9__many"].cluster == "fw_a__1__softmax"
+    assert report.infos["fw_b__9__many"].nearest == "fw_a__1__softmax"
+    assert report.infos["fw_b__9__many"].similarity == 1.0
+    assert report.infos["fw_a__2__layernorm"].cluster == "fw_a__2__layernorm"
