@@ -310,9 +310,9 @@ def find_task_duplicates(
         ta, tb = owner[a], owner[b]
         if ta == tb:
             continue
-        key = (ta, tb) if ta < tb else (tb, ta)
-        if key not in best or score > best[key][0]:
-            best[key] = (score, method)
+        pair = (ta, tb) if ta < tb else (tb, ta)
+        if pair not in best or score > best[pair][0]:
+            best[pair] = (score, method)
     order = {t.task_id: (_parse_date(DedupItem(t.task_id, t.date, "")), t.task_id) for t in tasks}
     ids = [t.task_id for t in tasks]
     pairs = sorted(
