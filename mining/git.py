@@ -161,6 +161,15 @@ class GitRepo:
     def merge_base(self, a: str, b: str) -> str | None:
         return _run_quiet(["merge-base", a, b], self.path)
 
+    def commit_meta(self, rev: str) -> CommitMeta:
+        """Metadata of one commit."""
+        fmt = "%H%x00%P%x00%aI%x00%cI%x00%an <%ae>%x00%s%x00%b"
+        out = _run(["show", "-s", f"--format={fmt}", rev, "--"], self.path)
+        sha, parents, a_at, c_at, author, subject, body = (
+            out.decode("utf-8", "replace").split("\x00", 6)
+        )
+        return CommitMeta(sha, tuple(parents.split()), a_at, c_at, author, subject, body.strip())
+
     def first_parent_commits(self, tip: str) -> list[CommitMeta]:
         """The first-parent chain ending at `tip`, oldest first."""
         fmt = "%x01%H%x00%P%x00%aI%x00%cI%x00%an <%ae>%x00%s%x00%b"
