@@ -53,7 +53,7 @@ def prepare_context(layer: Layer, files: Mapping[str, bytes | Path], dest: Path)
     """Write `layer`'s Dockerfile and its context files into the empty directory `dest`.
 
     `files` maps each of `layer.context_files` to its content: bytes, a file, or a directory
-    (copied without any `.git`, symlinks kept as links, as `digest_files` hashes them).
+    (copied without any `.git`, symlinks inside kept as links, as `digest_files` hashes them).
     """
     wanted = set(layer.context_files)
     if set(files) != wanted:
@@ -73,10 +73,10 @@ def prepare_context(layer: Layer, files: Mapping[str, bytes | Path], dest: Path)
         target.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(value, bytes):
             target.write_bytes(value)
-        elif value.is_dir() and not value.is_symlink():
+        elif value.is_dir():
             shutil.copytree(value, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         else:
-            shutil.copy2(value, target, follow_symlinks=False)
+            shutil.copy2(value, target)
 
 
 class Builder:

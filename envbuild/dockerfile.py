@@ -98,8 +98,9 @@ def layer_tag(
 def digest_files(files: Mapping[str, bytes | Path]) -> str:
     """sha256 over the names, contents and modes of build-context files.
 
-    A `Path` may be a directory: its tree is walked, `.git` excluded exactly as
-    `builder.prepare_context` excludes it, so the digest covers what the image receives.
+    A `Path` may be a directory: its tree is walked, `.git` excluded and symlinks inside kept
+    as links, exactly as `builder.prepare_context` copies it, so the digest covers what the
+    image receives. A `Path` given directly is followed when it is a symlink.
     """
     entries: list[str] = []
     for name in sorted(files):
@@ -107,7 +108,9 @@ def digest_files(files: Mapping[str, bytes | Path]) -> str:
         value = files[name]
         if isinstance(value, bytes):
             entries.append(_entry(name, "f", hashlib.sha256(value).hexdigest()))
-        elif value.is_dir() and not value.is_symlink():
+            continue
+        value = value.resolve()
+        if value.is_dir():
             entries.append(_entry(name, "d", ""))
             for path in sorted(_walk(value)):
                 entries.append(_path_entry(f"{name}/{path.relative_to(value).as_posix()}", path))

@@ -379,9 +379,16 @@ def _pyproject(text: str) -> tuple[list[_Req], _Fact | None]:
         return [], None
     lines = text.splitlines()
     reqs: list[_Req] = []
-    for table, key in (("build-system", "requires"), ("project", "dependencies")):
+    sections = [
+        ("build-system", doc.get("build-system", {}).get("requires")),
+        ("project", doc.get("project", {}).get("dependencies")),
+    ]
+    # A CUDA extra ("pip install .[cuda]") is where some projects keep torch and triton.
+    extras = doc.get("project", {}).get("optional-dependencies", {})
+    sections += [("project.optional-dependencies", extras.get(k)) for k in ("cuda", "gpu")]
+    for table, items in sections:
         header = next((i for i, ln in enumerate(lines) if ln.strip() == f"[{table}]"), 0)
-        for item in doc.get(table, {}).get(key, []) or []:
+        for item in items if isinstance(items, list) else []:
             if isinstance(item, str):
                 where = f"pyproject.toml:{_line_of(lines, item, header)}"
                 parsed = _parse_req(item, where, _PYPROJECT_RANK)
@@ -491,7 +498,7 @@ def _ngc_candidates(texts: dict[str, str], dockerfiles: dict[str, dict[str, _Fac
             fact = facts["ngc"]
             tier = {0: 0, 1: 2, 2: 2, 3: 4}.get(fact.rank, 9)
             found.append(_Fact(fact.value, fact.where, fact.written, tier))
-    for path, text in texts.items():
+    for path, text in sorted(texts.items()):
         name = posixpath.basename(path)
         is_ci = _CI_FILE.match(path) is not None
         if not (name.startswith(".ngc_version") or is_ci):
@@ -555,8 +562,9 @@ def _gather(tree: dict[str, str], texts: dict[str, str]) -> _Evidence:
     return _Evidence(
         reqs=tuple(reqs),
         requires_python=requires_python,
-        python_file=python_file or best_arg("PYTHON_VERSION"),
-        cuda_file=best_arg("CUDA_VERSION"),
+        # PyTorch's own Dockerfile builds release images; its pins live in version.txt and .ci/.
+        python_file=python_file or (None if is_pytorch else best_arg("PYTHON_VERSION")),
+        cuda_file=None if is_pytorch else best_arg("CUDA_VERSION"),
         ngc=ngc,
         torch_source=torch_source,
         triton_source=triton_source,
@@ -736,7 +744,7 @@ class _Resolver:
                 and _marker_ok(r.req, python)
             ):
                 out[name] = Pin(name, exact, PinSource.FILE, r.where, r.written)
-        return tuple(out.values())
+        return tuple(sorted(out.values(), key=lambda p: p.name))
 
     def resolve(self) -> ResolvedVersions:
         ngc = self.ev.ngc
@@ -808,7 +816,11 @@ def resolve_versions(
     wanted = {p: tree[p] for p in _candidates(tree)}
     texts = {p: b.decode("utf-8", "replace") for p, b in repo.read_blobs(wanted).items()}
     ev = _gather(tree, texts)
-    resolved = _Resolver(ev, releases or ReleaseTable.load(), commit_date.date()).resolve()
+    resolver = _Resolver(ev, releases or ReleaseTable.load(), commit_date.date())
+    try:
+        resolved = resolver.resolve()
+    except VersionResolutionError as exc:
+        raise VersionResolutionError(f"{repo.path} at {commit[:10]}: {exc}") from exc
     log.info(
         "%s: python %s, torch %s, triton %s, cuda %s",
         commit[:10],

@@ -165,8 +165,8 @@ class GitRepo:
         """Metadata of one commit."""
         fmt = "%H%x00%P%x00%aI%x00%cI%x00%an <%ae>%x00%s%x00%b"
         out = _run(["show", "-s", f"--format={fmt}", rev, "--"], self.path)
-        sha, parents, a_at, c_at, author, subject, body = (
-            out.decode("utf-8", "replace").split("\x00", 6)
+        sha, parents, a_at, c_at, author, subject, body = out.decode("utf-8", "replace").split(
+            "\x00", 6
         )
         return CommitMeta(sha, tuple(parents.split()), a_at, c_at, author, subject, body.strip())
 
@@ -324,6 +324,10 @@ class GitRepo:
         """A unified diff (with renames, binary as `Binary files differ`) of two commits."""
         args = ["diff", "--no-color", "--no-ext-diff", "-M", "--full-index", old, new, "--"]
         return _run([*args, *(paths or [])], self.path).decode("utf-8", "surrogateescape")
+
+    def tree_sha(self, commit: str) -> str:
+        """The sha of the commit's root tree: a content hash of every file in it."""
+        return _run(["rev-parse", f"{commit}^{{tree}}"], self.path).decode().strip()
 
     def describe_tag(self, commit: str) -> str | None:
         """The newest tag reachable from `commit`, if any."""

@@ -141,7 +141,9 @@ def _metadata_from_zip(url: str, size: int) -> str:
     raise FetchError(f"{url}: no METADATA in the wheel")
 
 
-def _metadata(name: str, version: Version, files: list[dict[str, Any]], base: str) -> dict[str, Any]:
+def _metadata(
+    name: str, version: Version, files: list[dict[str, Any]], base: str
+) -> dict[str, Any]:
     """requires_dist and classifiers of one release, from the per-version JSON or a wheel."""
     try:
         info = _get_json(f"{PYPI}/{name}/{version}/json")["info"]
@@ -154,7 +156,9 @@ def _metadata(name: str, version: Version, files: list[dict[str, Any]], base: st
             raise FetchError(f"{name} {version}: HTTP {exc.code}") from exc
     wheels = _linux_wheels(files)
     if not wheels:
-        log.warning("%s %s: no per-version JSON and no Linux wheel; requirements unknown", name, version)
+        log.warning(
+            "%s %s: no per-version JSON and no Linux wheel; requirements unknown", name, version
+        )
         return {"requires_dist": [], "classifiers": []}
     text = None
     for wheel in wheels:
