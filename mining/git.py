@@ -401,6 +401,66 @@ class BlobReader:
         self.close()
 
 
+def apply_patch(workdir: Path, patch: str, *, reverse: bool = False) -> None:
+    """Apply a unified diff to a directory tree that need not be a repository (`git apply`)."""
+    if not patch.strip():
+        return
+    args = ["apply", "--whitespace=nowarn", "--recount"]
+    if reverse:
+        args.append("--reverse")
+    try:
+        _run([*args, "-"], workdir, input=patch.encode("utf-8", "surrogateescape"))
+    except GitError as exc:
+        raise GitError(f"patch does not apply in {workdir}: {exc}") from exc
+
+
+def init_bare(path: Path) -> GitRepo:
+    """An empty bare repository at `path` (for slim bundles of base trees)."""
+    path.mkdir(parents=True, exist_ok=True)
+    _run(["init", "-q", "--bare", str(path)], path)
+    return GitRepo(path)
+
+
+def commit_snapshot(repo: GitRepo, tree: Path, ref: str, message: str) -> str:
+    """Commit the files under `tree` as one root commit at `ref` in `repo`; returns its sha."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env_args = ["--git-dir", str(repo.git_dir), "--work-tree", str(tree)]
+        index = Path(tmp) / "index"
+        env = dict(os.environ, GIT_INDEX_FILE=str(index))
+        for args in (["add", "-A", "-f", "."], ["write-tree"]):
+            proc = subprocess.run(
+                ["git", *env_args, *args], cwd=tree, env=env, capture_output=True, check=False
+            )
+            if proc.returncode != 0:
+                raise GitError(f"git {args[0]} failed: {proc.stderr.decode().strip()}")
+        tree_sha = proc.stdout.decode().strip()
+        ident = dict(
+            env,
+            GIT_AUTHOR_NAME="triton-pr-bench",
+            GIT_AUTHOR_EMAIL="bench@localhost",
+            GIT_COMMITTER_NAME="triton-pr-bench",
+            GIT_COMMITTER_EMAIL="bench@localhost",
+        )
+        proc = subprocess.run(
+            ["git", "--git-dir", str(repo.git_dir), "commit-tree", tree_sha, "-m", message],
+            env=ident,
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise GitError(f"git commit-tree failed: {proc.stderr.decode().strip()}")
+        sha = proc.stdout.decode().strip()
+    _run(["update-ref", ref, sha], repo.git_dir)
+    return sha
+
+
+def gc(repo: GitRepo) -> None:
+    """Pack the repository tightly (bundles travel to other machines)."""
+    _run(["gc", "-q", "--aggressive", "--prune=now"], repo.git_dir)
+
+
 def _classify(exc: Exception, url: str) -> Exception:
     text = str(exc)
     if _NETWORK_ERRORS.search(text):

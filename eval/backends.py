@@ -1,0 +1,223 @@
+"""Where a run happens: `local` (a scratch tree on this Python environment) or `docker` (the
+task's image, GPU passed through, network off). Both prepare the same tree and judge the same
+junit XML; only the process that runs pytest differs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from curation.model import Task
+from curation.taskdir import TaskDir
+from eval.errors import EvalError
+from eval.model import FailureClass, RunResult, Variant
+from eval.runner import PROJECT_ROOT, RawRun, classify, parse_junit, pytest_command, run_pytest
+from eval.workspace import SourceStore, prepare, test_files
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    timeout_s: float = 900.0
+    max_test_files: int = 4
+    isolated_timing: bool = True
+    keep_trees: bool = False
+
+
+class Backend(Protocol):
+    name: str
+
+    def run(
+        self,
+        task: Task,
+        tdir: TaskDir,
+        variant: Variant,
+        run_dir: Path,
+        run_index: int,
+        prediction: Mapping[str, Any] | None = None,
+    ) -> RunResult: ...
+
+
+def _result(
+    task: Task, variant: Variant, idx: int, raw: RawRun, run_dir: Path, extra_detail: str = ""
+) -> RunResult:
+    failure, passed, detail = classify(raw)
+    return RunResult(
+        task_id=task.task_id,
+        variant=variant,
+        run=idx,
+        exit_code=raw.exit_code,
+        failure=failure,
+        passed=passed,
+        tests=raw.tests,
+        wall_s=round(raw.wall_s, 3),
+        kernels=raw.kernels,
+        log=str(run_dir / "pytest.log"),
+        detail=extra_detail or detail,
+    )
+
+
+def _splice_failure(task: Task, variant: Variant, idx: int, exc: Exception) -> RunResult:
+    return RunResult(task.task_id, variant, idx, None, FailureClass.SPLICE_ERROR, False, (), 0.0,
+                     detail=str(exc))  # fmt: skip
+
+
+class LocalBackend:
+    """The framework at the base commit in a scratch tree, run on the current Python."""
+
+    name = "local"
+
+    def __init__(self, stores: Mapping[str, SourceStore], scratch: Path, settings: RunSettings):
+        self.stores = stores
+        self.scratch = scratch
+        self.settings = settings
+
+    def run(
+        self,
+        task: Task,
+        tdir: TaskDir,
+        variant: Variant,
+        run_dir: Path,
+        run_index: int,
+        prediction: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        store = self.stores.get(task.framework)
+        if store is None:
+            raise EvalError(f"no repository for {task.framework}", task_id=task.task_id)
+        tree = self.scratch / task.task_id / f"{variant}-{run_index}"
+        try:
+            prepare(task, tdir, store, tree, variant, prediction)
+        except EvalError as exc:
+            if variant is Variant.PREDICTION:
+                return _splice_failure(task, variant, run_index, exc)
+            raise
+        files = test_files(task, self.settings.max_test_files, tree)
+        kernels = [k.name for k in task.kernels]
+        raw = run_pytest(
+            tree,
+            files,
+            run_dir,
+            timeout_s=self.settings.timeout_s,
+            kernels=kernels,
+            isolated_timing=self.settings.isolated_timing,
+        )
+        if not self.settings.keep_trees:
+            import shutil
+
+            shutil.rmtree(tree, ignore_errors=True)
+        return _result(task, variant, run_index, raw, run_dir)
+
+
+class DockerBackend:
+    """The task's image (from envbuild's env.json), the prepared tree mounted over its source,
+    GPUs passed through, no network."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        stores: Mapping[str, SourceStore],
+        scratch: Path,
+        settings: RunSettings,
+        client: Any = None,
+        gpus: bool = True,
+        python: str = "python",
+        image: str | None = None,
+    ):
+        import docker
+
+        self.client = client or docker.from_env()
+        self.stores = stores
+        self.scratch = scratch
+        self.settings = settings
+        self.gpus = gpus
+        self.python = python
+        self.image = image
+
+    def _image(self, tdir: TaskDir) -> str:
+        if self.image:
+            return self.image
+        env = tdir.root / "env.json"
+        if not env.exists():
+            raise EvalError(
+                "env.json missing: run `python -m envbuild --build` first", task_id=tdir.id
+            )
+        return str(json.loads(env.read_text())["image_tag"])
+
+    def run(
+        self,
+        task: Task,
+        tdir: TaskDir,
+        variant: Variant,
+        run_dir: Path,
+        run_index: int,
+        prediction: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        import docker
+
+        store = self.stores[task.framework]
+        tree = self.scratch / task.task_id / f"{variant}-{run_index}"
+        try:
+            prepare(task, tdir, store, tree, variant, prediction)
+        except EvalError as exc:
+            if variant is Variant.PREDICTION:
+                return _splice_failure(task, variant, run_index, exc)
+            raise
+        run_dir.mkdir(parents=True, exist_ok=True)
+        files = test_files(task, self.settings.max_test_files, tree)
+        cmd = pytest_command(files, Path("/out/junit.xml"), self.python)
+        env = {
+            "PYTHONPATH": "/workspace/src:/opt/triton-pr-bench",
+            "TPB_KERNELS": ",".join(k.name for k in task.kernels),
+            "TPB_OUT": "/out/kernels.json",
+            "TPB_ISOLATED": "1" if self.settings.isolated_timing else "0",
+        }
+        requests = (
+            [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else []
+        )
+        t0 = time.perf_counter()
+        container = self.client.containers.run(
+            self._image(tdir),
+            cmd,
+            detach=True,
+            network_mode="none",
+            working_dir="/workspace/src",
+            environment=env,
+            volumes={
+                str(tree.resolve()): {"bind": "/workspace/src", "mode": "rw"},
+                str(run_dir.resolve()): {"bind": "/out", "mode": "rw"},
+                str(PROJECT_ROOT): {"bind": "/opt/triton-pr-bench", "mode": "ro"},
+            },
+            device_requests=requests,
+        )
+        timed_out = False
+        try:
+            status = container.wait(timeout=self.settings.timeout_s)
+            code: int | None = int(status.get("StatusCode", -1))
+        except Exception:  # the SDK raises a requests timeout: kill the whole container
+            timed_out, code = True, None
+            container.kill()
+        wall = time.perf_counter() - t0
+        (run_dir / "pytest.log").write_bytes(container.logs())
+        container.remove(force=True)
+        from eval.runner import _read_watch
+
+        timings, _ = _read_watch(run_dir / "kernels.json")
+        junit = run_dir / "junit.xml"
+        raw = RawRun(
+            exit_code=code,
+            timed_out=timed_out,
+            wall_s=wall,
+            tests=parse_junit(junit) if junit.exists() else (),
+            log_text=(run_dir / "pytest.log").read_text(errors="replace"),
+            kernels=timings,
+            kernel_launched={},
+        )
+        return _result(task, variant, run_index, raw, run_dir)

@@ -1,0 +1,19 @@
+"""Errors of the eval stage; each names the task it concerns.
+
+A failing kernel is not an error: it is a `RunResult` with a `FailureClass`. These are for what
+stops a run from happening at all (a patch that does not apply, a missing repository, no engine).
+"""
+
+from __future__ import annotations
+
+
+class EvalError(Exception):
+    """Base of every real error in `eval`."""
+
+    def __init__(self, message: str, *, task_id: str | None = None):
+        self.task_id = task_id
+        super().__init__(f"{message} [{task_id}]" if task_id else message)
+
+
+class SpliceError(EvalError):
+    """A kernel could not be put into its file (it does not parse, or the result does not)."""

@@ -1,0 +1,174 @@
+"""Value objects of the eval stage: test outcomes, kernel timings, runs, references, scores.
+
+`Reference.to_dict()` is what `reference.json` in a task directory holds; `TaskScore` is one
+line of a scoring report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+REFERENCE_SCHEMA_VERSION = 1
+
+
+class Variant(StrEnum):
+    BASE = "base"  # the framework at the base commit: the kernel before the PR
+    GOLD = "gold"  # the PR's kernel (gold.patch applied)
+    PREDICTION = "prediction"  # a model's kernel spliced in
+
+
+class FailureClass(StrEnum):
+    """Why a run did not pass; infrastructure problems are kept apart from the kernel's."""
+
+    NONE = "none"
+    TEST_FAILURE = "test_failure"  # an assertion or wrong output
+    COMPILE_ERROR = "compile_error"  # Triton could not compile the kernel
+    CUDA_ERROR = "cuda_error"  # illegal address, out of memory, launch failure
+    TIMEOUT = "timeout"  # killed after the time limit (whole process group)
+    CRASH = "crash"  # the test process died (signal) without a report
+    INFRA = "infra"  # missing dependency, no GPU, collection error unrelated to the kernel
+    SPLICE_ERROR = "splice_error"  # the prediction could not be put into the file
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One test case as pytest's junit XML reports it."""
+
+    __test__ = False  # not a pytest class
+
+    nodeid: str  # file::Class::name
+    outcome: str  # passed | failed | error | skipped
+    seconds: float
+    message: str = ""  # first line of the failure or skip message
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TestOutcome:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    """GPU time of one of the task's kernels in one run."""
+
+    kernel: str
+    calls: int  # launches seen inside the test run (profiler events matched by name)
+    total_ms: float  # their summed GPU time
+    isolated_ms: float | None = None  # median of do_bench-style reruns on the captured launch
+    isolated_spread: float | None = None  # (p75 - p25) / median of those reruns
+    shapes: str = ""  # the captured launch: shapes, dtypes and constexprs
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KernelTiming:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run of the task's tests with one variant of its kernel."""
+
+    task_id: str
+    variant: Variant
+    run: int  # 0-based repetition
+    exit_code: int | None  # None when killed
+    failure: FailureClass
+    passed: bool  # every selected test passed (skips allowed) and at least one ran
+    tests: tuple[TestOutcome, ...]
+    wall_s: float
+    kernels: tuple[KernelTiming, ...] = ()
+    log: str = ""  # path of the run's log, relative to the run directory
+    detail: str = ""  # the message that decided `failure`
+
+    def outcome_of(self, nodeid: str) -> str | None:
+        return next((t.outcome for t in self.tests if t.nodeid == nodeid), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["variant"] = str(self.variant)
+        d["failure"] = str(self.failure)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunResult:
+        d = dict(d)
+        d["variant"] = Variant(d["variant"])
+        d["failure"] = FailureClass(d["failure"])
+        d["tests"] = tuple(TestOutcome.from_dict(t) for t in d["tests"])
+        d["kernels"] = tuple(KernelTiming.from_dict(k) for k in d.get("kernels", ()))
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """Several runs of one variant: medians and spreads."""
+
+    passed_runs: int
+    runs: int
+    e2e_s: float  # median wall time
+    e2e_spread: float  # (max - min) / median
+    kernel_ms: float | None  # median over runs of the summed in-test GPU time of the task kernels
+    kernel_spread: float | None
+    isolated_ms: float | None  # median isolated time (sum over the task's kernels)
+    failures: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> VariantSummary:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the reference was measured on."""
+
+    gpu: str
+    driver: str
+    cuda: str
+    torch: str
+    triton: str
+    python: str
+    host: str
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Environment:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """`reference.json`: the task's verified reference run."""
+
+    task_id: str
+    environment: Environment
+    tests: tuple[str, ...]  # the test files that ran
+    base: VariantSummary
+    gold: VariantSummary
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    valid: bool  # gold passes in every run (and for new ops / bug fixes, fail-to-pass exists)
+    validity_note: str
+    flaky: tuple[str, ...]  # tests whose outcome changed between runs of one variant
+    runs: tuple[RunResult, ...]
+    schema_version: int = REFERENCE_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["runs"] = [r.to_dict() for r in self.runs]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Reference:
+        return cls(
+            task_id=d["task_id"],
+            environment=Environment.from_dict(d["environment"]),
+            tests=tuple(d["tests"]),
+            base=VariantSummary.from_dict(d["base"]),
+            gold=VariantSummary.from_dict(d["gold"]),
+            fail_to_pass=tuple(d["fail_to_pass"]),
+            pass_to_pass=tuple(d["pass_to_pass"]),
+            valid=d["valid"],
+            validity_note=d["validity_note"],
+            flaky=tuple(d["flaky"]),
+            runs=tuple(RunResult.from_dict(r) for r in d["runs"]),
+            schema_version=d.get("schema_version", REFERENCE_SCHEMA_VERSION),
+        )

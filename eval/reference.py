@@ -1,0 +1,160 @@
+"""Reference runs: base and gold, several times each in alternating order, on one machine.
+
+Reads: task directories through a `Backend`. Writes: `reference.json` into each task directory
+and the run logs under the run directory.
+A task is valid when the gold kernel passes its tests in every run and, for new ops and bug
+fixes, some test fails with the base kernel and passes with the gold (fail-to-pass). Tests whose
+outcome changes between runs of one variant are flaky and kept out of both lists.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from curation.model import Task, TaskType
+from curation.taskdir import TaskDir, write_atomic
+from eval.backends import Backend
+from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
+
+
+def environment() -> Environment:
+    """GPU, driver, CUDA, torch and triton of this process's machine."""
+    gpu = driver = cuda = torch_v = triton_v = "unavailable"
+    try:
+        import torch
+
+        torch_v = torch.__version__
+        cuda = str(torch.version.cuda)
+        if torch.cuda.is_available():
+            gpu = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    try:
+        import triton
+
+        triton_v = triton.__version__
+    except ImportError:
+        pass
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=False,
+        )  # fmt: skip
+        driver = out.stdout.strip().splitlines()[0] if out.stdout.strip() else driver
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return Environment(gpu, driver, cuda, torch_v, triton_v, platform.python_version(),
+                       platform.node())  # fmt: skip
+
+
+def summarize(runs: Sequence[RunResult]) -> VariantSummary:
+    walls = [r.wall_s for r in runs]
+    med = statistics.median(walls) if walls else 0.0
+    # 0.0 means the profiler did not run (no CUDA): unknown, not free
+    in_test = [t for r in runs if (t := sum(k.total_ms for k in r.kernels)) > 0]
+    isolated = [
+        sum(k.isolated_ms for k in r.kernels if k.isolated_ms is not None)
+        for r in runs
+        if any(k.isolated_ms is not None for k in r.kernels)
+    ]
+    kmed = statistics.median(in_test) if in_test else None
+    failures: dict[str, int] = {}
+    for r in runs:
+        if r.failure is not FailureClass.NONE:
+            failures[str(r.failure)] = failures.get(str(r.failure), 0) + 1
+    return VariantSummary(
+        passed_runs=sum(r.passed for r in runs),
+        runs=len(runs),
+        e2e_s=round(med, 3),
+        e2e_spread=round((max(walls) - min(walls)) / med, 4) if med else 0.0,
+        kernel_ms=round(kmed, 6) if kmed is not None else None,
+        kernel_spread=(round((max(in_test) - min(in_test)) / kmed, 4) if kmed else None),
+        isolated_ms=round(statistics.median(isolated), 6) if isolated else None,
+        failures=failures,
+    )
+
+
+def _outcomes(runs: Sequence[RunResult]) -> dict[str, set[str]]:
+    seen: dict[str, set[str]] = {}
+    for r in runs:
+        for t in r.tests:
+            seen.setdefault(t.nodeid, set()).add(t.outcome)
+    return seen
+
+
+def judge(task: Task, base: Sequence[RunResult], gold: Sequence[RunResult]) -> tuple[
+    tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, str
+]:  # fmt: skip
+    """(fail_to_pass, pass_to_pass, flaky, valid, note)."""
+    b, g = _outcomes(base), _outcomes(gold)
+    flaky = sorted(n for n, o in (*b.items(), *g.items()) if len(o) > 1)
+    ok = {"passed"}
+    # a test the gold adds does not exist at base: missing there counts as failing
+    f2p = sorted(
+        n
+        for n, o in g.items()
+        if o == ok and n not in flaky and b.get(n, {"failed"}) & {"failed", "error"}
+    )
+    p2p = sorted(n for n, o in g.items() if o == ok and b.get(n) == ok and n not in flaky)
+    gold_ok = bool(gold) and all(r.passed for r in gold)
+    if not gold_ok:
+        classes = sorted({str(r.failure) for r in gold if not r.passed})
+        details = "; ".join(sorted({r.detail for r in gold if r.detail}))[:300]
+        return (
+            tuple(f2p),
+            tuple(p2p),
+            tuple(flaky),
+            False,
+            (f"gold does not pass every run ({', '.join(classes)}): {details}"),
+        )
+    needs_f2p = task.task_type.type in (TaskType.NEW_OP, TaskType.BUG_FIX)
+    if needs_f2p and not f2p:
+        return (
+            tuple(f2p),
+            tuple(p2p),
+            tuple(flaky),
+            False,
+            (f"{task.task_type.type}: no test fails with the base kernel and passes with the gold"),
+        )
+    return (
+        tuple(f2p),
+        tuple(p2p),
+        tuple(flaky),
+        True,
+        "gold passes every run" + (f"; {len(f2p)} fail-to-pass" if f2p else ""),
+    )
+
+
+def run_reference(
+    task: Task, tdir: TaskDir, backend: Backend, run_root: Path, runs: int = 3
+) -> Reference:
+    """Base and gold `runs` times each, alternating which goes first; writes reference.json."""
+    results: list[RunResult] = []
+    for i in range(runs):
+        order = (Variant.BASE, Variant.GOLD) if i % 2 == 0 else (Variant.GOLD, Variant.BASE)
+        for variant in order:
+            run_dir = run_root / task.task_id / f"{variant}-{i}"
+            results.append(backend.run(task, tdir, variant, run_dir, i))
+    base = [r for r in results if r.variant is Variant.BASE]
+    gold = [r for r in results if r.variant is Variant.GOLD]
+    f2p, p2p, flaky, valid, note = judge(task, base, gold)
+    ref = Reference(
+        task_id=task.task_id,
+        environment=environment(),
+        tests=tuple(sorted({t.nodeid.split("::")[0] for r in results for t in r.tests})),
+        base=summarize(base),
+        gold=summarize(gold),
+        fail_to_pass=f2p,
+        pass_to_pass=p2p,
+        valid=valid,
+        validity_note=note,
+        flaky=flaky,
+        runs=tuple(results),
+    )
+    write_atomic(tdir.root / "reference.json", json.dumps(ref.to_dict(), indent=1))
+    return ref

@@ -1,0 +1,281 @@
+"""Score a model's predictions: run each task's tests with the predicted kernel, time it against
+the gold kernel, and aggregate.
+
+Reads: `predictions.jsonl` (one line per task: `{"task_id", "kernels": {name: source} | [...]}`,
+or `{"task_id", "patch"}`; `{"task_id", "from": "gold" | "base"}` scores the task's own gold or
+base kernel, the scorer's sanity checks), task directories and their `reference.json`.
+Writes: `<run>/<task_id>/...` logs, `<run>/results.jsonl` (one line per finished task, so an
+interrupted scoring resumes), `<run>/report.json` and `<run>/report.md`.
+
+Every task of the task set is in every denominator: a task without a prediction, or whose
+prediction does not splice, compile or pass, counts as not completed. A prediction that defines
+no Triton kernel, never launches one of the task's kernels during the tests, or memoises its
+output is marked and not credited.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from curation.model import Task
+from curation.taskdir import TaskDir, write_atomic
+from eval.backends import Backend
+from eval.model import FailureClass, Reference, RunResult, Variant
+
+_JIT = re.compile(r"triton\.jit|@jit\b|triton\.autotune|\btl\.")
+_MEMO = re.compile(
+    r"functools\.(lru_)?cache|@(lru_)?cache\b|_cache\s*\[|cache\s*=\s*\{\}|\.get\(\s*key",
+)
+
+CALL_FAILURES = (
+    FailureClass.COMPILE_ERROR,
+    FailureClass.CUDA_ERROR,
+    FailureClass.CRASH,
+    FailureClass.TIMEOUT,
+    FailureClass.SPLICE_ERROR,
+)
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    task_id: str
+    has_prediction: bool
+    passed: bool  # completed: tests pass and nothing is flagged
+    call_ok: bool  # ran without compile/CUDA/crash/timeout/splice failure
+    exec_ok: bool  # the tests passed (before flags)
+    failure: str
+    flags: tuple[str, ...]
+    t_gold_ms: float | None
+    t_pred_ms: float | None
+    pmr: float | None  # T_gold / T_pred on kernel time
+    e2e_base_s: float | None
+    e2e_pred_s: float | None
+    e2e_speedup: float | None  # T_base / T_pred, end to end
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    tasks: int
+    predictions: int
+    completed: int
+    tcr: float
+    call_accuracy: float
+    exec_accuracy: float
+    pmr_mean_completed: float | None  # over completed tasks
+    pmr_mean_all: float | None  # every task, 0 for a task not completed
+    e2e_speedup_geomean_completed: float | None
+    flagged: int
+    failures: dict[str, int] = field(default_factory=dict)
+
+
+def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
+    preds: dict[str, dict[str, Any]] = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        if "task_id" not in rec:
+            raise ValueError(f"{path}:{n}: a prediction needs a task_id")
+        preds[rec["task_id"]] = rec
+    return preds
+
+
+def prediction_flags(task: Task, pred: Mapping[str, Any], run: RunResult | None) -> list[str]:
+    """Reward-hack checks: what makes a passing prediction not count."""
+    if pred.get("from") in ("gold", "base"):
+        text = "\n".join(
+            (k.after_src if pred["from"] == "gold" else k.before_src) or "" for k in task.kernels
+        )
+    else:
+        kernels = pred.get("kernels") or {}
+        values = kernels.values() if isinstance(kernels, dict) else (k["source"] for k in kernels)
+        text = "\n".join(values) + "\n" + str(pred.get("patch") or "")
+    flags = []
+    if not _JIT.search(text):
+        flags.append("no_triton_kernel")
+    if _MEMO.search(text):
+        flags.append("memoised_output")
+    if run is not None and run.passed and run.kernels and all(k.calls == 0 for k in run.kernels):
+        flags.append("kernel_not_launched")
+    return flags
+
+
+def _kernel_ms(run: RunResult | None) -> float | None:
+    if run is None or not run.kernels:
+        return None
+    iso = [k.isolated_ms for k in run.kernels if k.isolated_ms is not None]
+    if iso:
+        return sum(iso)
+    total = sum(k.total_ms for k in run.kernels)
+    return total or None
+
+
+def _median(xs: Sequence[float | None]) -> float | None:
+    vals = [x for x in xs if x is not None]
+    return statistics.median(vals) if vals else None
+
+
+def score_task(
+    task: Task,
+    tdir: TaskDir,
+    pred: Mapping[str, Any] | None,
+    backend: Backend,
+    run_root: Path,
+    runs: int = 1,
+) -> TaskScore:
+    ref = _reference(tdir)
+    if pred is None:
+        return TaskScore(task.task_id, False, False, False, False, "no_prediction", (), None, None,
+                         None, ref.base.e2e_s if ref else None, None, None)  # fmt: skip
+    prediction = dict(pred)
+    variant = Variant.PREDICTION
+    if pred.get("from") == "gold":
+        variant = Variant.GOLD
+    elif pred.get("from") == "base":
+        variant = Variant.BASE
+    pred_runs: list[RunResult] = []
+    gold_runs: list[RunResult] = []
+    for i in range(runs):
+        # Gold and prediction are timed in the same session, alternating, on the same inputs.
+        order = [variant, Variant.GOLD] if i % 2 == 0 else [Variant.GOLD, variant]
+        for v in order:
+            run_dir = run_root / task.task_id / f"{'pred' if v is variant else 'gold'}-{i}"
+            r = backend.run(
+                task, tdir, v, run_dir, i, prediction if v is Variant.PREDICTION else None
+            )
+            (pred_runs if v is variant else gold_runs).append(r)
+    last = pred_runs[-1]
+    flags = prediction_flags(task, prediction, last)
+    exec_ok = all(r.passed for r in pred_runs)
+    call_ok = all(r.failure not in CALL_FAILURES for r in pred_runs)
+    t_pred = _median([_kernel_ms(r) for r in pred_runs])
+    t_gold = _median([_kernel_ms(r) for r in gold_runs])
+    if t_gold is None and ref is not None:
+        t_gold = ref.gold.isolated_ms or ref.gold.kernel_ms
+    e2e_pred = _median([r.wall_s for r in pred_runs])
+    e2e_base = ref.base.e2e_s if ref else None
+    passed = exec_ok and not flags
+    return TaskScore(
+        task_id=task.task_id,
+        has_prediction=True,
+        passed=passed,
+        call_ok=call_ok,
+        exec_ok=exec_ok,
+        failure=str(last.failure),
+        flags=tuple(flags),
+        t_gold_ms=t_gold,
+        t_pred_ms=t_pred,
+        pmr=(t_gold / t_pred) if (passed and t_gold and t_pred) else None,
+        e2e_base_s=e2e_base,
+        e2e_pred_s=e2e_pred,
+        e2e_speedup=(e2e_base / e2e_pred) if (exec_ok and e2e_base and e2e_pred) else None,
+        detail=last.detail,
+    )
+
+
+def _reference(tdir: TaskDir) -> Reference | None:
+    path = tdir.root / "reference.json"
+    return Reference.from_dict(json.loads(path.read_text())) if path.exists() else None
+
+
+def aggregate(scores: Sequence[TaskScore]) -> Report:
+    n = len(scores)
+    done = [s for s in scores if s.passed]
+    pmrs = [s.pmr for s in done if s.pmr is not None]
+    speedups = [s.e2e_speedup for s in done if s.e2e_speedup]
+    failures: dict[str, int] = {}
+    for s in scores:
+        if not s.passed:
+            key = s.failure if s.failure != str(FailureClass.NONE) else "flagged"
+            failures[key] = failures.get(key, 0) + 1
+    return Report(
+        tasks=n,
+        predictions=sum(s.has_prediction for s in scores),
+        completed=len(done),
+        tcr=len(done) / n if n else 0.0,
+        call_accuracy=sum(s.call_ok for s in scores) / n if n else 0.0,
+        exec_accuracy=sum(s.exec_ok for s in scores) / n if n else 0.0,
+        pmr_mean_completed=statistics.mean(pmrs) if pmrs else None,
+        pmr_mean_all=(sum(s.pmr or 0.0 for s in scores) / n) if n else None,
+        e2e_speedup_geomean_completed=(
+            math.exp(statistics.mean(math.log(x) for x in speedups)) if speedups else None
+        ),
+        flagged=sum(bool(s.flags) for s in scores),
+        failures=failures,
+    )
+
+
+def score_all(
+    tdirs: Sequence[TaskDir],
+    predictions: Mapping[str, Mapping[str, Any]],
+    backend: Backend,
+    run_root: Path,
+    *,
+    runs: int = 1,
+    resume: bool = True,
+    progress: Any = None,
+) -> tuple[list[TaskScore], Report]:
+    run_root.mkdir(parents=True, exist_ok=True)
+    done_path = run_root / "results.jsonl"
+    done: dict[str, TaskScore] = {}
+    if resume and done_path.exists():
+        for line in done_path.read_text().splitlines():
+            if line.strip():
+                d = json.loads(line)
+                d["flags"] = tuple(d["flags"])
+                done[d["task_id"]] = TaskScore(**d)
+    scores: list[TaskScore] = []
+    for tdir in tdirs:
+        if tdir.id in done:
+            scores.append(done[tdir.id])
+        else:
+            task = tdir.load_task()
+            s = score_task(task, tdir, predictions.get(task.task_id), backend, run_root, runs)
+            with done_path.open("a") as fh:
+                fh.write(json.dumps(asdict(s)) + "\n")
+            scores.append(s)
+        if progress:
+            progress()
+    report = aggregate(scores)
+    write_atomic(run_root / "report.json", json.dumps(
+        {"report": asdict(report), "tasks": [asdict(s) for s in scores]}, indent=1))  # fmt: skip
+    write_atomic(run_root / "report.md", render_markdown(scores, report))
+    return scores, report
+
+
+def render_markdown(scores: Sequence[TaskScore], report: Report) -> str:
+    def f(x: float | None, spec: str = ".3f") -> str:
+        return "-" if x is None else format(x, spec)
+
+    lines = [
+        f"# Scores: {report.completed}/{report.tasks} tasks completed",
+        "",
+        f"- task completion rate: {report.tcr:.3f}",
+        f"- call accuracy: {report.call_accuracy:.3f}; execution accuracy: "
+        f"{report.exec_accuracy:.3f}",
+        f"- performance match ratio (T_gold/T_pred): mean over completed "
+        f"{f(report.pmr_mean_completed)}, over all tasks {f(report.pmr_mean_all)}",
+        f"- end-to-end speedup over the base kernel (geomean, completed): "
+        f"{f(report.e2e_speedup_geomean_completed)}",
+        f"- flagged (not credited): {report.flagged}; failures: {report.failures}",
+        "",
+        "| task | passed | failure | flags | T_gold ms | T_pred ms | PMR | e2e base s | "
+        "e2e pred s | speedup |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in scores:
+        lines.append(
+            f"| {s.task_id} | {'yes' if s.passed else 'no'} | {s.failure} | "
+            f"{', '.join(s.flags) or '-'} | {f(s.t_gold_ms, '.4f')} | {f(s.t_pred_ms, '.4f')} | "
+            f"{f(s.pmr)} | {f(s.e2e_base_s, '.1f')} | {f(s.e2e_pred_s, '.1f')} | "
+            f"{f(s.e2e_speedup)} |"
+        )
+    return "\n".join(lines) + "\n"

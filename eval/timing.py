@@ -1,0 +1,145 @@
+"""Isolated timing of GPU work: warm-up, rotated inputs, L2 flushed, CUDA events, median.
+
+Reads and writes nothing. `bench` needs a CUDA device and refuses without one (callers check
+`cuda_available()` first); torch is imported only when a function here runs.
+
+Rules, after KernelBench-style timing rigor:
+- the first call (compilation, autotuning, lazy allocation) and a warm-up stay out of the result;
+- each repetition works on input set `i % n_inputs`, so a cache cannot serve the same data twice;
+- before each repetition a buffer twice the size of the L2 cache (256 MiB at least) is zeroed,
+  outside the CUDA events that bracket only the timed call;
+- the result is the median of many repetitions with its interquartile spread, never the best one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+MIN_FLUSH_BYTES = 256 * 2**20
+_ESTIMATE_CALLS = 5  # timed warm-up calls that estimate the per-call time
+
+
+class TimingError(RuntimeError):
+    """Timing cannot run here: no CUDA device, or arguments that make no measurement."""
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Repetition times of one call, in milliseconds."""
+
+    median_ms: float
+    p25_ms: float
+    p75_ms: float
+    reps: int
+    spread: float  # (p75 - p25) / median
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BenchResult:
+        return cls(**d)
+
+
+def cuda_available() -> bool:
+    """Whether torch is importable and sees a CUDA device."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def flush_bytes(device: int | None = None) -> int:
+    """Size of the buffer zeroed between repetitions: 2x the L2 cache, 256 MiB at least."""
+    import torch
+
+    index = torch.cuda.current_device() if device is None else device
+    l2 = int(getattr(torch.cuda.get_device_properties(index), "L2_cache_size", 0) or 0)
+    return max(2 * l2, MIN_FLUSH_BYTES)
+
+
+def summarize(times_ms: list[float]) -> BenchResult:
+    """Median, quartiles and spread of repetition times."""
+    if not times_ms:
+        raise TimingError("no repetition was timed")
+    xs = sorted(times_ms)
+    median = statistics.median(xs)
+    p25, p75 = _quantile(xs, 0.25), _quantile(xs, 0.75)
+    spread = (p75 - p25) / median if median > 0 else (0.0 if p75 == p25 else math.inf)
+    return BenchResult(median_ms=median, p25_ms=p25, p75_ms=p75, reps=len(xs), spread=spread)
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    """Linear interpolation between the closest ranks of sorted `xs`."""
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def bench(
+    fn: Callable[[int], object],
+    *,
+    n_inputs: int = 1,
+    warmup_ms: float = 25,
+    rep_ms: float = 100,
+    min_reps: int = 10,
+    max_reps: int = 1000,
+    flush_l2: bool = True,
+) -> BenchResult:
+    """Time `fn(i)` (which launches work on input set `i`) on the current CUDA device."""
+    if n_inputs < 1 or min_reps < 1 or max_reps < min_reps:
+        raise TimingError(
+            f"need n_inputs >= 1 and 1 <= min_reps <= max_reps "
+            f"(got n_inputs={n_inputs}, min_reps={min_reps}, max_reps={max_reps})"
+        )
+    if not cuda_available():
+        raise TimingError(
+            "eval.timing.bench needs torch with a CUDA device; "
+            "check eval.timing.cuda_available() before calling it"
+        )
+    import torch
+
+    flush = None
+    if flush_l2:
+        flush = torch.empty(flush_bytes(), dtype=torch.uint8, device=torch.cuda.current_device())
+    calls = 0
+
+    def next_input() -> int:
+        nonlocal calls
+        i = calls % n_inputs
+        calls += 1
+        return i
+
+    def timed(n: int) -> list[float]:
+        events = []
+        for _ in range(n):
+            if flush is not None:
+                flush.zero_()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(next_input())
+            end.record()
+            events.append((start, end))
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in events]
+
+    torch.cuda.synchronize()
+    fn(next_input())
+    torch.cuda.synchronize()
+    estimate = max(statistics.median(timed(_ESTIMATE_CALLS)), 1e-4)
+    timed(_clamp(math.ceil(warmup_ms / estimate) - _ESTIMATE_CALLS, 0, max_reps))
+    reps = _clamp(math.ceil(rep_ms / estimate), min_reps, max_reps)
+    result = summarize(timed(reps))
+    torch.cuda.synchronize()
+    return result
+
+
+def _clamp(n: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, n))

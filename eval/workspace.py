@@ -1,0 +1,118 @@
+"""Scratch source trees for one run: the framework at the base commit plus a kernel variant.
+
+Reads: the framework's repository (a clone, a bare mirror, or a slim bundle from
+`python -m eval bundle`), a task directory (test.patch, gold.patch, task.json).
+Writes: a fresh tree under the scratch directory, without `.git`, so no history past the base
+commit is reachable from the tests.
+Rules: the PR's tests (test.patch) are always applied; `base` adds nothing more, `gold` applies
+gold.patch (the PR's whole non-test change), `prediction` splices the model's kernels by
+tree-sitter span (or applies its patch).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from curation.model import Task
+from curation.taskdir import TaskDir
+from eval.errors import EvalError, SpliceError
+from eval.model import Variant
+from mining.errors import GitError
+from mining.git import GitRepo, apply_patch
+
+BUNDLE_REF = "refs/bases/"
+
+
+class SourceStore:
+    """Base trees of one framework, from its repository or a slim bundle of it."""
+
+    def __init__(self, repo: GitRepo):
+        self.repo = repo
+
+    def resolve(self, commit: str) -> str:
+        if self.repo.has_commit(commit):
+            return commit
+        ref = f"{BUNDLE_REF}{commit}"
+        try:
+            return self.repo.resolve(ref)
+        except GitError:
+            raise EvalError(f"commit {commit[:12]} is not in {self.repo.path}") from None
+
+    def checkout(self, commit: str, dest: Path) -> None:
+        if dest.exists():
+            shutil.rmtree(dest)
+        self.repo.archive(self.resolve(commit), dest)
+
+
+def prepare(
+    task: Task,
+    tdir: TaskDir,
+    store: SourceStore,
+    dest: Path,
+    variant: Variant,
+    prediction: Mapping[str, Any] | None = None,
+) -> Path:
+    """Build the tree for `variant` at `dest` and return it."""
+    store.checkout(task.base_commit, dest)
+    _apply(dest, tdir.test_patch_path, "test.patch", task)
+    if variant is Variant.GOLD:
+        _apply(dest, tdir.gold_patch_path, "gold.patch", task)
+    elif variant is Variant.PREDICTION:
+        if prediction is None:
+            raise EvalError("a prediction run needs a prediction", task_id=task.task_id)
+        _apply_prediction(dest, task, prediction)
+    return dest
+
+
+def _apply(dest: Path, patch: Path, name: str, task: Task) -> None:
+    if not patch.exists():
+        raise EvalError(f"{name} is missing from the task directory", task_id=task.task_id)
+    try:
+        apply_patch(dest, patch.read_text(errors="surrogateescape"))
+    except GitError as exc:
+        raise EvalError(
+            f"{name} does not apply at the base commit: {exc}", task_id=task.task_id
+        ) from None
+
+
+def _apply_prediction(dest: Path, task: Task, prediction: Mapping[str, Any]) -> None:
+    from eval.splice import items_from_prediction, splice_tree
+
+    if prediction.get("patch"):
+        try:
+            apply_patch(dest, str(prediction["patch"]))
+        except GitError as exc:
+            raise SpliceError(f"the prediction's patch does not apply: {exc}") from None
+    if prediction.get("kernels"):
+        splice_tree(dest, items_from_prediction(prediction, task))
+
+
+def test_files(task: Task, max_files: int = 4, tree: Path | None = None) -> list[str]:
+    """The tests a run executes, at most `max_files`: the PR's own test files first, then
+    existing ones that import the kernel. With the prepared `tree`, files that name the
+    kernel's module, its wrappers or the kernel itself go first (a PR often touches tests of
+    unrelated features too)."""
+    files: list[str] = list(
+        dict.fromkeys((*task.tests.changed_in_pr, *task.tests.selected_existing))
+    )
+    if tree is not None:
+        stems = {Path(k.file).stem for k in task.kernels}
+        names = {k.name for k in task.kernels} | {w.rsplit(".", 1)[-1] for k in task.kernels
+                                                   for w in k.wrappers}  # fmt: skip
+
+        def rank(path: str) -> int:
+            try:
+                text = (tree / path).read_text(errors="replace")
+            except OSError:
+                return 0
+            return 2 * any(s in text for s in stems) + any(n in text for n in names)
+
+        # sorted() is stable: the PR's files keep their lead among equals
+        files = sorted(files, key=rank, reverse=True)
+    return files[:max_files]
+
+
+test_files.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

@@ -1,0 +1,218 @@
+"""The eval stage on a tiny framework repo with a real Triton kernel, run on the CPU
+(TRITON_INTERPRET=1): splice each variant, grade per test, classify crashing, hanging and
+wrong-output kernels, and score a predictions file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from curation.curate import main as curate
+from curation.taskdir import TaskDir, task_dirs
+from eval.__main__ import main as eval_main
+from eval.backends import LocalBackend, RunSettings
+from eval.model import FailureClass, Reference, Variant
+from eval.workspace import SourceStore
+from mining.crawl import main as crawl
+from mining.git import GitRepo
+from tests.gitrepo import TinyRepo
+
+CONFTEST = """import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+"""
+
+OPS = '''"""Elementwise ops of the tiny framework."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y * 0.0, mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    add_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
+    return out
+'''
+
+GOLD_OPS = OPS.replace("x + y * 0.0", "x + y")
+
+TEST_SHAPE = """import torch
+
+from pkg.ops import add
+
+
+def test_shape():
+    x = torch.ones(100)
+    assert add(x, x).shape == x.shape
+"""
+
+TEST_VALUES = """import torch
+
+from pkg.ops import add
+
+
+def test_values():
+    x = torch.arange(100, dtype=torch.float32)
+    y = torch.full((100,), 2.0)
+    torch.testing.assert_close(add(x, y), x + y)
+"""
+
+KERNEL_HEAD = (
+    "@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    "    mask = offs < n\n"
+    "    x = tl.load(x_ptr + offs, mask=mask)\n"
+    "    y = tl.load(y_ptr + offs, mask=mask)\n"
+)
+
+
+def kernel(body: str) -> str:
+    return KERNEL_HEAD + body
+
+
+GOOD = kernel("    tl.store(out_ptr + offs, x + y, mask=mask)\n")
+WRONG = kernel("    tl.store(out_ptr + offs, x - y, mask=mask)\n")
+# Under the interpreter the kernel body is Python: these stand in for a kernel that takes the
+# process down and one that never returns.
+CRASH = kernel("    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n")
+HANG = kernel("    while True:\n        pass\n")
+
+
+@pytest.fixture(scope="module")
+def task_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("eval")
+    repo = TinyRepo(root / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", OPS)
+    repo.write("tests/test_shape.py", TEST_SHAPE)
+    repo.commit("Initial commit with the add kernel")
+    repo.write("pkg/ops.py", GOLD_OPS)
+    repo.write("tests/test_values.py", TEST_VALUES)
+    repo.commit("Fix wrong result of the add kernel (#7)")
+    work, tasks = root / "work", root / "tasks"
+    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
+    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    return repo.path, work, tasks
+
+
+def backend(repo: Path, tmp_path: Path, timeout: float = 120.0) -> LocalBackend:
+    settings = RunSettings(timeout_s=timeout, max_test_files=4, isolated_timing=False)
+    return LocalBackend({"fw": SourceStore(GitRepo(repo))}, tmp_path / "scratch", settings)
+
+
+def only_task(tasks: Path) -> TaskDir:
+    [tdir] = task_dirs(tasks)
+    return tdir
+
+
+def test_reference_run_finds_fail_to_pass(task_env, tmp_path: Path) -> None:
+    _repo, work, tasks = task_env
+    tdir = only_task(tasks)
+    argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "2",
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing",
+            "--timeout", "120"]  # fmt: skip
+    assert eval_main(argv) == 0
+    ref = Reference.from_dict(json.loads((tdir.root / "reference.json").read_text()))
+    assert ref.valid, ref.validity_note
+    assert ref.fail_to_pass == ("tests/test_values.py::test_values",)
+    assert ref.pass_to_pass == ("tests/test_shape.py::test_shape",)
+    assert (ref.base.passed_runs, ref.gold.passed_runs) == (0, 2)
+    assert ref.base.failures == {"test_failure": 2}
+    order = [(r.run, r.variant) for r in ref.runs]
+    assert order == [(0, "base"), (0, "gold"), (1, "gold"), (1, "base")]  # alternating
+    gold_run = next(r for r in ref.runs if r.variant is Variant.GOLD)
+    [timing] = gold_run.kernels
+    assert timing.kernel == "add_kernel" and timing.calls >= 2
+    assert ref.environment.torch != "unavailable"
+
+
+@pytest.mark.parametrize(
+    ("source", "failure"),
+    [
+        (GOOD, FailureClass.NONE),
+        (WRONG, FailureClass.TEST_FAILURE),
+        (CRASH, FailureClass.CRASH),
+        ("def add_kernel(:\n", FailureClass.SPLICE_ERROR),
+    ],
+)
+def test_prediction_variants_are_classified(task_env, tmp_path: Path, source, failure) -> None:
+    repo, _, tasks = task_env
+    tdir = only_task(tasks)
+    pred = {"task_id": tdir.id, "kernels": {"add_kernel": source}}
+    r = backend(repo, tmp_path).run(
+        tdir.load_task(), tdir, Variant.PREDICTION, tmp_path / "run", 0, pred
+    )
+    assert r.failure is failure, r.detail
+    assert r.passed is (failure is FailureClass.NONE)
+    if failure is FailureClass.TEST_FAILURE:
+        outcomes = {t.nodeid: t.outcome for t in r.tests}
+        assert outcomes == {
+            "tests/test_shape.py::test_shape": "passed",
+            "tests/test_values.py::test_values": "failed",
+        }
+
+
+def test_hanging_kernel_times_out_and_is_killed(task_env, tmp_path: Path) -> None:
+    repo, _, tasks = task_env
+    tdir = only_task(tasks)
+    pred = {"task_id": tdir.id, "kernels": {"add_kernel": HANG}}
+    r = backend(repo, tmp_path, timeout=15).run(
+        tdir.load_task(), tdir, Variant.PREDICTION, tmp_path / "run", 0, pred
+    )
+    assert r.failure is FailureClass.TIMEOUT and r.exit_code is None
+    assert 15 <= r.wall_s < 60
+
+
+def test_score_predictions_end_to_end(task_env, tmp_path: Path) -> None:
+    _repo, work, tasks = task_env
+    tdir = only_task(tasks)
+    preds = tmp_path / "predictions.jsonl"
+
+    def score(out: Path, *records: dict) -> dict:
+        preds.write_text("".join(json.dumps(x) + "\n" for x in records))
+        argv = ["score", str(preds), "--tasks", str(tasks), "--work", str(work),
+                "--out", str(out), "--no-isolated-timing", "--timeout", "120"]  # fmt: skip
+        assert eval_main(argv) == 0
+        return json.loads((out / "report.json").read_text())
+
+    report = score(tmp_path / "good", {"task_id": tdir.id, "kernels": {"add_kernel": GOOD}})
+    assert report["report"]["tcr"] == 1.0 and report["report"]["completed"] == 1
+    [row] = report["tasks"]
+    assert row["passed"] and row["flags"] == []
+    # a torch-only "kernel" passes the tests but is flagged, not credited
+    cheat = {"task_id": tdir.id, "kernels": {"add": "def add(x, y):\n    return x + y\n"}}
+    row = score(tmp_path / "cheat", cheat)["tasks"][0]
+    assert row["exec_ok"] and not row["passed"]
+    assert "no_triton_kernel" in row["flags"] and "kernel_not_launched" in row["flags"]
+    # resumable: a rerun does not run the finished task again
+    before = (tmp_path / "cheat" / "results.jsonl").read_text()
+    score(tmp_path / "cheat", cheat)
+    assert (tmp_path / "cheat" / "results.jsonl").read_text() == before
+
+
+def test_missing_prediction_counts_in_the_denominator(task_env, tmp_path: Path) -> None:
+    _, work, tasks = task_env
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"task_id": "some-other-task", "kernels": {}}) + "\n")
+    out = tmp_path / "score"
+    argv = ["score", str(preds), "--tasks", str(tasks), "--work", str(work), "--out", str(out)]
+    assert eval_main(argv) == 0
+    report = json.loads((out / "report.json").read_text())["report"]
+    assert (report["tasks"], report["completed"], report["tcr"]) == (1, 0, 0.0)

@@ -1,0 +1,347 @@
+"""The kernel-watch plugin, run as the eval runner runs it: pytest in a subprocess over a tiny
+package with real Triton kernels (interpreted on the CPU, compiled on a GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.pytest_plugin import (
+    ArgumentSnapshot,
+    WatchConfig,
+    match_kernel_events,
+    read_plugin_output,
+)
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+OPS = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * alpha, mask=mask)
+
+
+def equal_timings(kernel_call, quantiles):
+    # The interpreter has no benchmarker; equal times make the first config win.
+    kernel_call()
+    return [1.0, 1.0, 1.0]
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 16}, num_warps=2), triton.Config({"BLOCK": 32}, num_warps=4)],
+    key=["n"],
+    do_bench=equal_timings,
+)
+@triton.jit
+def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def unwatched_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+
+@triton.jit
+def never_kernel(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.float32))
+
+
+def scale(x, alpha):
+    y = torch.empty_like(x)
+    n = x.numel()
+    scale_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n, alpha, BLOCK=16)
+    return y
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    tuned_add_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+    return out
+
+
+def bump(x):
+    unwatched_kernel[(1,)](x, x.numel(), BLOCK=64)
+"""
+
+TEST_OPS = """
+import os
+
+import torch
+
+from tinypkg.ops import add, bump, scale
+
+ON_GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+DEVICE = "cuda" if ON_GPU else "cpu"
+
+
+def test_scale():
+    for n in (10, 100, 100, 1000):
+        x = torch.arange(n, dtype=torch.float32, device=DEVICE)
+        torch.testing.assert_close(scale(x, 2.0), x * 2.0)
+
+
+def test_tuned_add():
+    for n in (64, 200):
+        x = torch.rand(n, device=DEVICE)
+        y = torch.rand(n, device=DEVICE)
+        torch.testing.assert_close(add(x, y), x + y)
+
+
+def test_unwatched():
+    x = torch.zeros(8, device=DEVICE)
+    bump(x)
+    assert x.sum().item() == 8
+"""
+
+TEST_NEVER = """
+import torch
+
+from tinypkg.ops import never_kernel  # imported, never launched
+
+
+def test_torch_only():
+    assert never_kernel is not None
+    assert torch.ones(4).sum().item() == 4
+"""
+
+TEST_TORCH_ONLY = """
+import torch
+
+
+def test_torch_only():
+    assert torch.ones(4).sum().item() == 4
+"""
+
+WATCHED = "scale_kernel,tuned_add_kernel,never_kernel,missing_kernel"
+
+
+def run_plugin(
+    tmp_path: Path,
+    *,
+    interpret: bool,
+    kernels: str = WATCHED,
+    extra_path: str = "",
+    select: str = "tests",
+    **env: str,
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run the tiny package's tests under the plugin; the completed process and its report."""
+    pkg = tmp_path / "tinypkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text(textwrap.dedent(OPS))
+    tests = tmp_path / "tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "test_ops.py").write_text(textwrap.dedent(TEST_OPS))
+    (tests / "test_never.py").write_text(textwrap.dedent(TEST_NEVER))
+    (tests / "test_torch_only.py").write_text(textwrap.dedent(TEST_TORCH_ONLY))
+    out = tmp_path / "watch.json"
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [extra_path, str(PROJECT_ROOT), str(tmp_path)])),
+        "TPB_KERNELS": kernels,
+        "TPB_OUT": str(out),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        **env,
+    }
+    full_env.pop("TRITON_INTERPRET", None)
+    if interpret:
+        full_env["TRITON_INTERPRET"] = "1"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    cmd += ["-p", "eval.pytest_plugin", select]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=300
+    )
+    assert out.exists(), proc.stdout + proc.stderr
+    return proc, json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def interpreted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("interpreted")
+    proc, report = run_plugin(tmp, interpret=True, TPB_CAPTURE_MAX="2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return tmp / "watch.json", report
+
+
+def test_availability_is_reported(interpreted: tuple[Path, dict[str, Any]]) -> None:
+    _, report = interpreted
+    cuda = torch.cuda.is_available()
+    assert report["available"] == {"torch": True, "cuda": cuda, "triton": triton.__version__}
+    why = "TRITON_INTERPRET=1" if cuda else "CUDA is not available"
+    assert any(why in n for n in report["notes"]), report["notes"]
+
+
+def test_plain_kernel_launches_are_captured(interpreted: tuple[Path, dict[str, Any]]) -> None:
+    k = interpreted[1]["kernels"]["scale_kernel"]
+    assert k["launched"] is True
+    assert k["seen"] == k["calls"] == 4
+    assert k["total_ms"] is None and k["isolated_ms"] is None and k["isolated_spread"] is None
+    # three distinct shapes, TPB_CAPTURE_MAX=2: the two largest are kept, largest first
+    assert [launch["args"][0]["shape"] for launch in k["launches"]] == [[1000], [100]]
+    big = k["launches"][0]
+    assert big["grid"] == [63]
+    assert big["args"][0] == {
+        "shape": [1000],
+        "dtype": "torch.float32",
+        "stride": [1],
+        "device": "cpu",
+    }
+    assert big["args"][2:] == [1000, 2.0]
+    assert big["kwargs"] == {"BLOCK": 16}
+    assert big["constexprs"] == {"BLOCK": 16}
+    assert k["shapes"].startswith("scale_kernel[grid=(63,)](x_ptr=float32[1000], ")
+    assert "BLOCK=16" in k["shapes"]
+
+
+def test_autotuned_kernel_records_the_chosen_config(
+    interpreted: tuple[Path, dict[str, Any]],
+) -> None:
+    k = interpreted[1]["kernels"]["tuned_add_kernel"]
+    assert k["launched"] is True
+    assert k["seen"] == 2
+    assert k["tuning_launches"] == 4  # two configs benchmarked for each of two keys
+    assert len(k["launches"]) == 2
+    big = k["launches"][0]
+    assert big["args"][0]["shape"] == [200] and big["args"][3] == 200
+    assert big["grid"] == [13]
+    assert big["constexprs"] == {"BLOCK": 16}
+    assert big["kwargs"]["BLOCK"] == 16 and big["kwargs"]["num_warps"] == 2
+
+
+def test_unwatched_and_unlaunched_kernels(interpreted: tuple[Path, dict[str, Any]]) -> None:
+    kernels = interpreted[1]["kernels"]
+    assert "unwatched_kernel" not in kernels
+    for name in ("never_kernel", "missing_kernel"):
+        assert kernels[name]["launched"] is False
+        assert kernels[name]["calls"] == 0 and kernels[name]["launches"] == []
+        assert kernels[name]["shapes"] == ""
+
+
+def test_read_plugin_output(interpreted: tuple[Path, dict[str, Any]]) -> None:
+    timings = read_plugin_output(interpreted[0])
+    assert set(timings) == {"scale_kernel", "tuned_add_kernel", "never_kernel", "missing_kernel"}
+    scale = timings["scale_kernel"]
+    assert (scale.calls, scale.total_ms, scale.isolated_ms) == (4, 0.0, None)
+    assert "float32[1000]" in scale.shapes
+    assert timings["never_kernel"].calls == 0
+
+
+def test_without_triton_the_tests_still_run(tmp_path: Path) -> None:
+    shim = tmp_path / "shim" / "triton"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text('raise ImportError("triton is hidden for this test")\n')
+    tmp = tmp_path / "work"
+    tmp.mkdir()
+    proc, report = run_plugin(
+        tmp, interpret=True, extra_path=str(shim.parent), select="tests/test_torch_only.py"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["available"]["triton"] is None
+    assert any("triton is not importable" in n for n in report["notes"])
+    assert all(not k["launched"] for k in report["kernels"].values())
+
+
+def test_no_kernel_named(tmp_path: Path) -> None:
+    proc, report = run_plugin(
+        tmp_path, interpret=True, kernels=" , ", select="tests/test_torch_only.py"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["kernels"] == {}
+    assert any("names no kernel" in n for n in report["notes"])
+
+
+def test_watch_config_from_env(tmp_path: Path) -> None:
+    cfg = WatchConfig.from_env(
+        {"TPB_KERNELS": "a, b,,a", "TPB_OUT": str(tmp_path / "o.json"), "TPB_ISOLATED": "0"}
+    )
+    assert cfg == WatchConfig(("a", "b"), tmp_path / "o.json", 4, isolated=False, profile=True)
+    assert WatchConfig.from_env({}).out is None
+    assert WatchConfig.from_env({"TPB_CAPTURE_MAX": "many"}).capture_max == 4
+    assert WatchConfig.from_env({"TPB_CAPTURE_MAX": "0", "TPB_PROFILE": "0"}).capture_max == 0
+
+
+def test_profiler_events_match_whole_names() -> None:
+    events = [
+        ("scale_kernel", 10.0),
+        ("scale_kernel_0d1d2de", 30.0),  # older Triton's signature suffix
+        ("fused_scale_kernel", 1000.0),
+        ("scale_kernel_bwd", 1000.0),  # another kernel, counted only under its own name
+        ("void at::native::vectorized_elementwise_kernel<4>", 1000.0),
+    ]
+    got = match_kernel_events(events, ["scale_kernel", "scale_kernel_bwd", "add"])
+    assert got == {"scale_kernel": (2, 0.04), "scale_kernel_bwd": (1, 1.0), "add": (0, 0.0)}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_kernels_are_profiled_and_timed(tmp_path: Path) -> None:
+    proc, report = run_plugin(tmp_path, interpret=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["available"]["cuda"] is True
+    for name, seen in (("scale_kernel", 4), ("tuned_add_kernel", 2)):
+        k = report["kernels"][name]
+        assert k["launched"] and k["seen"] == seen
+        # the profiler sees the test's launches, not the autotuner's benchmarking
+        assert k["calls"] == seen, (k, report["notes"])
+        assert k["total_ms"] > 0
+        assert k["isolated_ms"] > 0 and k["isolated_spread"] >= 0
+        assert k["launches"][0]["args"][0]["device"].startswith("cuda")
+    assert report["kernels"]["never_kernel"]["launched"] is False
+
+
+ON_DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize("device", ON_DEVICES)
+def test_snapshot_keeps_layout_and_aliasing(device: str) -> None:
+    base = torch.arange(48, dtype=torch.float32, device=device).reshape(6, 8)
+    view = base[1:5, 2:7]  # offset and gaps between rows
+    expanded = torch.ones(3, dtype=torch.float16, device=device).expand(4, 3)  # stride 0
+    snap = ArgumentSnapshot.take(torch, (view, base, 7), {"e": expanded})
+    assert snap is not None
+    base.zero_()  # the copy was taken before: later changes do not reach it
+    for _ in range(2):
+        (v, b, seven), kw = snap.restore(torch)
+        assert seven == 7
+        assert v.stride() == (8, 1) and v.storage_offset() % 4 == view.storage_offset() % 4
+        assert v.device == view.device
+        assert torch.equal(v.cpu(), torch.arange(48.0).reshape(6, 8)[1:5, 2:7])
+        assert v.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()  # still aliased
+        assert kw["e"].stride() == (0, 1) and torch.equal(kw["e"].cpu(), torch.ones(4, 3).half())
+    (v1, _, _), _ = snap.restore(torch)
+    (v2, _, _), _ = snap.restore(torch)
+    v1.fill_(-1)
+    assert v2.min().item() >= 0  # each restore is independent

@@ -1,0 +1,56 @@
+"""Isolated kernel timing: refusals everywhere, a real measurement on a CUDA machine."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.timing import BenchResult, TimingError, bench, cuda_available, flush_bytes, summarize
+
+
+@pytest.mark.skipif(cuda_available(), reason="checks the refusal without a GPU")
+def test_bench_refuses_without_cuda() -> None:
+    with pytest.raises(TimingError, match="needs torch with a CUDA device"):
+        bench(lambda i: None)
+
+
+def test_bench_refuses_arguments_that_measure_nothing() -> None:
+    with pytest.raises(TimingError, match="min_reps <= max_reps"):
+        bench(lambda i: None, min_reps=20, max_reps=10)
+    with pytest.raises(TimingError, match="n_inputs >= 1"):
+        bench(lambda i: None, n_inputs=0)
+
+
+def test_summarize_takes_median_and_quartiles() -> None:
+    r = summarize([5.0, 1.0, 2.0, 4.0, 3.0])
+    assert r == BenchResult(median_ms=3.0, p25_ms=2.0, p75_ms=4.0, reps=5, spread=2.0 / 3.0)
+    assert summarize([2.0]).spread == 0.0
+    assert BenchResult.from_dict(r.to_dict()) == r
+    with pytest.raises(TimingError):
+        summarize([])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_available(), reason="needs a CUDA GPU")
+def test_bench_times_a_torch_op_with_rotation_and_flush() -> None:
+    import torch
+
+    xs = [torch.randn(1 << 22, device="cuda") for _ in range(3)]
+    outs = [torch.empty_like(x) for x in xs]
+    seen: list[int] = []
+
+    def fn(i: int) -> None:
+        seen.append(i)
+        torch.mul(xs[i], 2.0, out=outs[i])
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    r = bench(fn, n_inputs=3, warmup_ms=5, rep_ms=20, min_reps=10, max_reps=200)
+    inputs = sum(t.nbytes for t in xs + outs)
+    assert torch.cuda.max_memory_allocated() >= inputs + flush_bytes()
+    assert flush_bytes() >= max(256 * 2**20, 2 * torch.cuda.get_device_properties(0).L2_cache_size)
+    assert r.median_ms > 0 and r.p25_ms <= r.median_ms <= r.p75_ms
+    assert r.spread == pytest.approx((r.p75_ms - r.p25_ms) / r.median_ms)
+    assert 10 <= r.reps <= 200
+    assert set(seen) == {0, 1, 2}
+    assert seen[:6] == [0, 1, 2, 0, 1, 2]
+    torch.testing.assert_close(outs[1], xs[1] * 2.0)
