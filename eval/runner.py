@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -89,6 +90,10 @@ def run_pytest(
         TPB_ISOLATED="1" if isolated_timing else "0",
         PYTHONDONTWRITEBYTECODE="1",
     )
+    # Frameworks' tests often start torch.distributed on MASTER_PORT; runs side by side must
+    # not share one.
+    env.setdefault("MASTER_PORT", str(_free_port()))
+    env.setdefault("MASTER_ADDR", "127.0.0.1")
     env.update(extra_env or {})
     t0 = time.perf_counter()
     timed_out = False
@@ -118,6 +123,12 @@ def run_pytest(
         kernels=timings,
         kernel_launched=launched,
     )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
