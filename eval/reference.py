@@ -90,44 +90,41 @@ def _outcomes(runs: Sequence[RunResult]) -> dict[str, set[str]]:
 def judge(task: Task, base: Sequence[RunResult], gold: Sequence[RunResult]) -> tuple[
     tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, str
 ]:  # fmt: skip
-    """(fail_to_pass, pass_to_pass, flaky, valid, note)."""
+    """(fail_to_pass, pass_to_pass, flaky, valid, note).
+
+    As in SWE-bench, the task is judged on the tests that pass with the gold kernel in every
+    run: those that also pass with the base are pass-to-pass, those that fail (or do not exist)
+    with the base are fail-to-pass. Tests that fail with the gold in every run (a feature this
+    machine lacks, a broken test) are left out and counted in the note.
+    """
     b, g = _outcomes(base), _outcomes(gold)
-    flaky = sorted(n for n, o in (*b.items(), *g.items()) if len(o) > 1)
+    flaky = sorted({n for n, o in (*b.items(), *g.items()) if len(o) > 1})
     ok = {"passed"}
-    # a test the gold adds does not exist at base: missing there counts as failing
     f2p = sorted(
-        n
-        for n, o in g.items()
+        n for n, o in g.items()
         if o == ok and n not in flaky and b.get(n, {"failed"}) & {"failed", "error"}
-    )
+    )  # fmt: skip
     p2p = sorted(n for n, o in g.items() if o == ok and b.get(n) == ok and n not in flaky)
-    gold_ok = bool(gold) and all(r.passed for r in gold)
-    if not gold_ok:
+    gold_failing = sorted(n for n, o in g.items() if o <= {"failed", "error"})
+    broken = [r for r in gold if r.failure in (FailureClass.TIMEOUT, FailureClass.CRASH,
+                                               FailureClass.CUDA_ERROR)]  # fmt: skip
+    lists = tuple(f2p), tuple(p2p), tuple(flaky)
+    if not gold or broken or not (f2p or p2p):
         classes = sorted({str(r.failure) for r in gold if not r.passed})
         details = "; ".join(sorted({r.detail for r in gold if r.detail}))[:300]
-        return (
-            tuple(f2p),
-            tuple(p2p),
-            tuple(flaky),
-            False,
-            (f"gold does not pass every run ({', '.join(classes)}): {details}"),
-        )
-    needs_f2p = task.task_type.type in (TaskType.NEW_OP, TaskType.BUG_FIX)
-    if needs_f2p and not f2p:
-        return (
-            tuple(f2p),
-            tuple(p2p),
-            tuple(flaky),
-            False,
-            (f"{task.task_type.type}: no test fails with the base kernel and passes with the gold"),
-        )
-    return (
-        tuple(f2p),
-        tuple(p2p),
-        tuple(flaky),
-        True,
-        "gold passes every run" + (f"; {len(f2p)} fail-to-pass" if f2p else ""),
-    )
+        return (*lists, False,
+                f"no test passes with the gold kernel in every run ({', '.join(classes)}): "
+                f"{details}")  # fmt: skip
+    if task.task_type.type in (TaskType.NEW_OP, TaskType.BUG_FIX) and not f2p:
+        return (*lists, False,
+                f"{task.task_type.type}: no test fails with the base kernel and passes with "
+                "the gold")  # fmt: skip
+    note = f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass"
+    if gold_failing:
+        note += f"; {len(gold_failing)} tests fail with the gold too and are left out"
+    if flaky:
+        note += f"; {len(flaky)} flaky"
+    return (*lists, True, note)
 
 
 def run_reference(

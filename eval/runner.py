@@ -94,6 +94,9 @@ def run_pytest(
     # not share one.
     env.setdefault("MASTER_PORT", str(_free_port()))
     env.setdefault("MASTER_ADDR", "127.0.0.1")
+    # a single-process launch, as torchrun would describe it
+    for key, value in (("WORLD_SIZE", "1"), ("RANK", "0"), ("LOCAL_RANK", "0")):
+        env.setdefault(key, value)
     env.update(extra_env or {})
     t0 = time.perf_counter()
     timed_out = False

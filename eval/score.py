@@ -154,7 +154,7 @@ def score_task(
             (pred_runs if v is variant else gold_runs).append(r)
     last = pred_runs[-1]
     flags = prediction_flags(task, prediction, last)
-    exec_ok = all(r.passed for r in pred_runs)
+    exec_ok = all(_passes(r, ref) for r in pred_runs)
     call_ok = all(r.failure not in CALL_FAILURES for r in pred_runs)
     t_pred = _median([_kernel_ms(r) for r in pred_runs])
     t_gold = _median([_kernel_ms(r) for r in gold_runs])
@@ -179,6 +179,15 @@ def score_task(
         e2e_speedup=(e2e_base / e2e_pred) if (exec_ok and e2e_base and e2e_pred) else None,
         detail=last.detail,
     )
+
+
+def _passes(run: RunResult, ref: Reference | None) -> bool:
+    """With a valid reference, the run passes when every fail-to-pass and pass-to-pass test
+    passes (as SWE-bench grades); without one, when the whole test run passed."""
+    if ref is None or not ref.valid:
+        return run.passed
+    wanted = (*ref.fail_to_pass, *ref.pass_to_pass)
+    return all(run.outcome_of(n) == "passed" for n in wanted)
 
 
 def _reference(tdir: TaskDir) -> Reference | None:
