@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--runs", type=int, default=1, help="runs per task (default 1)")
     sc.add_argument("--out", type=Path, required=True, help="run directory (results, logs)")
     sc.add_argument("--fresh", action="store_true", help="ignore results of an earlier run")
+    sc.add_argument("--jobs", type=int, default=1, help="tasks scored side by side")
     bd = sub.add_parser(
         "bundle",
         help="a slim git repo holding only the tasks' base trees (to carry to a GPU machine)",
@@ -173,6 +174,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             score_all(
                 tdirs, preds, backend, args.out,
                 runs=args.runs, resume=not args.fresh, progress=lambda: bar.advance(job),
+                jobs=args.jobs,
             )  # fmt: skip
     print((args.out / "report.md").read_text())
     return 0

@@ -100,10 +100,8 @@ def judge(task: Task, base: Sequence[RunResult], gold: Sequence[RunResult]) -> t
     b, g = _outcomes(base), _outcomes(gold)
     flaky = sorted({n for n, o in (*b.items(), *g.items()) if len(o) > 1})
     ok = {"passed"}
-    f2p = sorted(
-        n for n, o in g.items()
-        if o == ok and n not in flaky and b.get(n, {"failed"}) & {"failed", "error"}
-    )  # fmt: skip
+    # failing, erroring, skipped or absent with the base kernel all mean "not passing"
+    f2p = sorted(n for n, o in g.items() if o == ok and n not in flaky and b.get(n) != ok)
     p2p = sorted(n for n, o in g.items() if o == ok and b.get(n) == ok and n not in flaky)
     gold_failing = sorted(n for n, o in g.items() if o <= {"failed", "error"})
     broken = [r for r in gold if r.failure in (FailureClass.TIMEOUT, FailureClass.CRASH,

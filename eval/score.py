@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -231,6 +233,7 @@ def score_all(
     runs: int = 1,
     resume: bool = True,
     progress: Any = None,
+    jobs: int = 1,
 ) -> tuple[list[TaskScore], Report]:
     run_root.mkdir(parents=True, exist_ok=True)
     done_path = run_root / "results.jsonl"
@@ -241,18 +244,23 @@ def score_all(
                 d = json.loads(line)
                 d["flags"] = tuple(d["flags"])
                 done[d["task_id"]] = TaskScore(**d)
-    scores: list[TaskScore] = []
-    for tdir in tdirs:
+    lock = threading.Lock()
+
+    def one(tdir: TaskDir) -> TaskScore:
         if tdir.id in done:
-            scores.append(done[tdir.id])
+            s = done[tdir.id]
         else:
             task = tdir.load_task()
             s = score_task(task, tdir, predictions.get(task.task_id), backend, run_root, runs)
-            with done_path.open("a") as fh:
+            with lock, done_path.open("a") as fh:
                 fh.write(json.dumps(asdict(s)) + "\n")
-            scores.append(s)
         if progress:
-            progress()
+            with lock:
+                progress()
+        return s
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        scores = list(pool.map(one, tdirs))
     report = aggregate(scores)
     write_atomic(run_root / "report.json", json.dumps(
         {"report": asdict(report), "tasks": [asdict(s) for s in scores]}, indent=1))  # fmt: skip
