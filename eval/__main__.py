@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--out", type=Path, required=True, help="run directory (results, logs)")
     sc.add_argument("--fresh", action="store_true", help="ignore results of an earlier run")
     sc.add_argument("--jobs", type=int, default=1, help="tasks scored side by side")
+    rj = sub.add_parser(
+        "rejudge",
+        help="recompute fail-to-pass / pass-to-pass / validity of reference.json from its runs",
+    )
+    rj.add_argument("--tasks", type=Path, default=Path("tasks"))
     bd = sub.add_parser(
         "bundle",
         help="a slim git repo holding only the tasks' base trees (to carry to a GPU machine)",
@@ -202,12 +207,37 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rejudge(args: argparse.Namespace) -> int:
+    from curation.taskdir import task_dirs, write_atomic
+    from eval.model import Reference
+    from eval.reference import rejudge
+
+    n = changed = 0
+    for tdir in task_dirs(args.tasks):
+        path = tdir.root / "reference.json"
+        if not path.exists():
+            continue
+        old = Reference.from_dict(json.loads(path.read_text()))
+        new = rejudge(tdir.load_task(), old)
+        n += 1
+        if new != old:
+            changed += 1
+            write_atomic(path, json.dumps(new.to_dict(), indent=1))
+            print(f"{tdir.id}: valid {old.valid} -> {new.valid} ({new.validity_note})")
+    print(f"{n} references rejudged, {changed} changed")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"reference": cmd_reference, "score": cmd_score, "bundle": cmd_bundle}[args.cmd](
-            args
-        )
+        commands = {
+            "reference": cmd_reference,
+            "score": cmd_score,
+            "bundle": cmd_bundle,
+            "rejudge": cmd_rejudge,
+        }
+        return commands[args.cmd](args)
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -153,3 +153,15 @@ def run_reference(
     )
     write_atomic(tdir.root / "reference.json", json.dumps(ref.to_dict(), indent=1))
     return ref
+
+
+def rejudge(task: Task, ref: Reference) -> Reference:
+    """Recompute the lists and validity from the stored runs (no rerun: judging rules may
+    change after an expensive GPU session)."""
+    from dataclasses import replace
+
+    base = [r for r in ref.runs if r.variant is Variant.BASE]
+    gold = [r for r in ref.runs if r.variant is Variant.GOLD]
+    f2p, p2p, flaky, valid, note = judge(task, base, gold)
+    return replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, valid=valid,
+                   validity_note=note)  # fmt: skip
