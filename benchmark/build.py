@@ -1,0 +1,194 @@
+"""Compile checked task directories into a HuggingFace dataset folder, split by date, with
+released splits frozen.
+
+Reads: `tasks/<id>/` (only those `curation.check` passes), the folder's previous
+`manifest.json`. Writes: `data/{split}-{i:05d}-of-{n:05d}.parquet` (one shard per framework
+within a split), `manifest.json`, `README.md` (the card) and `assets/*.png`.
+
+Rules: the first release puts tasks merged before `--cutoff` in `dev` and the rest in `test`.
+Every released split is frozen: a rebuild never rewrites or drops its rows (its files are
+checked against the manifest's hashes and left as they are); tasks that are in no released
+split go to a new split named after the new version. A task withdrawn later (its directory
+gone, or rejected by a curator) stays in its frozen split and is listed in the changelog.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmark.errors import BenchmarkError
+from curation.check import check_task
+from curation.model import CurationStatus
+from curation.taskdir import task_dirs, write_atomic
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class BuildResult:
+    version: str
+    splits: dict[str, list[str]]  # split -> task ids, every split of the folder
+    new_splits: list[str]
+    added: list[str]
+    withdrawn: list[str]
+    skipped: dict[str, str] = field(default_factory=dict)  # task id -> why not included
+    dry_run: bool = False
+
+
+def split_name(version: str) -> str:
+    """`1.1.0` -> `test_v1_1_0` (split names are word characters)."""
+    return "test_v" + "".join(c if c.isalnum() else "_" for c in version)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_manifest(out: Path) -> dict[str, Any]:
+    path = out / MANIFEST
+    if not path.exists():
+        return {"releases": []}
+    return json.loads(path.read_text())
+
+
+def frozen_splits(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """split -> its release entry ({tasks, files}), over every earlier release."""
+    out: dict[str, dict[str, Any]] = {}
+    for rel in manifest["releases"]:
+        for name, split in rel["splits"].items():
+            out[name] = split
+    return out
+
+
+def verify_frozen(out: Path, frozen: dict[str, dict[str, Any]]) -> None:
+    for name, split in frozen.items():
+        for fname, meta in split["files"].items():
+            path = out / "data" / fname
+            if not path.exists() or _sha256(path) != meta["sha256"]:
+                raise BenchmarkError(
+                    f"frozen split {name!r}: {path} is missing or changed since its release; "
+                    "restore it (released rows are never rewritten)"
+                )
+
+
+def collect(
+    tasks_root: Path, only_approved: bool
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """task id -> row for every usable task; and task id -> why the others were left out."""
+    from benchmark.schema import row
+
+    rows: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    for tdir in task_dirs(tasks_root):
+        res = check_task(tdir)
+        if res.errors:
+            skipped[tdir.id] = "check: " + "; ".join(res.errors)
+            continue
+        status = tdir.load_curation().status
+        if status is CurationStatus.REJECTED:
+            skipped[tdir.id] = "rejected by a curator"
+            continue
+        if only_approved and status is not CurationStatus.APPROVED:
+            skipped[tdir.id] = "not approved yet"
+            continue
+        rows[tdir.id] = row(tdir)
+    return rows, skipped
+
+
+def build(
+    tasks_root: Path,
+    out: Path,
+    version: str,
+    cutoff: datetime,
+    *,
+    only_approved: bool = False,
+    dry_run: bool = False,
+    reference_note: str = "",
+) -> BuildResult:
+    manifest = load_manifest(out)
+    if any(r["version"] == version for r in manifest["releases"]):
+        raise BenchmarkError(f"version {version} was already released in {out}; pick a new one")
+    frozen = frozen_splits(manifest)
+    verify_frozen(out, frozen)
+    rows, skipped = collect(tasks_root, only_approved)
+    released = {tid for split in frozen.values() for tid in split["tasks"]}
+    fresh = sorted(tid for tid in rows if tid not in released)
+    new_splits: dict[str, list[str]] = defaultdict(list)
+    if not manifest["releases"]:
+        for tid in fresh:
+            when = datetime.fromisoformat(rows[tid]["merged_at"])
+            when = when if when.tzinfo else when.replace(tzinfo=UTC)
+            new_splits["test" if when >= cutoff else "dev"].append(tid)
+    elif fresh:
+        new_splits[split_name(version)] = fresh
+    withdrawn = sorted(released - set(rows))
+    all_splits = {name: list(s["tasks"]) for name, s in frozen.items()}
+    all_splits.update({k: sorted(v) for k, v in new_splits.items() if v})
+    result = BuildResult(version, all_splits, sorted(k for k, v in new_splits.items() if v),
+                         fresh, withdrawn, skipped, dry_run)  # fmt: skip
+    if dry_run:
+        return result
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    release_splits: dict[str, Any] = {}
+    for name in result.new_splits:
+        files = _write_split(out, name, [rows[t] for t in all_splits[name]])
+        release_splits[name] = {"tasks": all_splits[name], "files": files}
+    manifest["releases"].append(
+        {
+            "version": version,
+            "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "cutoff": cutoff.isoformat(),
+            "splits": release_splits,
+            "added": fresh,
+            "withdrawn": withdrawn,
+        }
+    )
+    manifest["version"] = version
+    from benchmark.card import render_card
+
+    all_rows = _frozen_rows(out, frozen) | {t: rows[t] for t in fresh}
+    render_card(out, manifest, all_splits, all_rows, reference_note=reference_note)
+    # The manifest last: until it names the version, a failed build can simply be rerun.
+    write_atomic(out / MANIFEST, json.dumps(manifest, indent=1))
+    return result
+
+
+def _write_split(out: Path, name: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One parquet shard per framework: `{split}-{i:05d}-of-{n:05d}.parquet`."""
+    from datasets import Dataset
+
+    from benchmark.schema import features
+
+    by_fw: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in sorted(rows, key=lambda r: (r["framework"], r["merged_at"], r["task_id"])):
+        by_fw[r["framework"]].append(r)
+    files: dict[str, Any] = {}
+    n = len(by_fw)
+    for i, fw in enumerate(sorted(by_fw)):
+        fname = f"{name}-{i:05d}-of-{n:05d}.parquet"
+        path = out / "data" / fname
+        Dataset.from_list(by_fw[fw], features=features()).to_parquet(str(path))
+        files[fname] = {"sha256": _sha256(path), "framework": fw, "rows": len(by_fw[fw])}
+    return files
+
+
+def _frozen_rows(out: Path, frozen: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Rows of the released splits, read back from their own files (for the card's tables)."""
+    import pyarrow.parquet as pq
+
+    rows: dict[str, dict[str, Any]] = {}
+    for split in frozen.values():
+        for fname in split["files"]:
+            for r in pq.read_table(out / "data" / fname).to_pylist():
+                rows[r["task_id"]] = r
+    return rows
