@@ -46,13 +46,10 @@ def load_sources(work: Path, only: list[str], repo_paths: dict[str, Path]) -> li
             continue
         path = repo_paths.get(name)
         if path is None:
-            summary = cand_file.parent / "summary.json"
-            if not summary.exists():
-                raise CurationError(f"{summary} is missing: pass --repo-path {name}=PATH")
-            recorded = json.loads(summary.read_text()).get("repo_path")
-            if not recorded:
-                raise CurationError(f"{summary} names no repo_path: pass --repo-path {name}=PATH")
-            path = Path(recorded)
+            raise CurationError(
+                f"{cand_file.parent / 'summary.json'} names no repository: "
+                f"pass --repo-path {name}=PATH"
+            )
         sources.append(Source(name, read_candidates(cand_file), path))
     if not sources:
         raise CurationError(f"no candidates.jsonl under {work}: run `python -m mining.crawl` first")
@@ -131,13 +128,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from curation.build import TaskBuilder, substantive_changes, task_id
     from curation.requirement import LlmDrafter
     from mining.git import GitRepo
+    from mining.store import repo_paths as recorded_paths
 
-    repo_paths = {}
-    for item in args.repo_path:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise CurationError(f"--repo-path wants NAME=PATH, got {item!r}")
-        repo_paths[name] = Path(path)
+    try:
+        repo_paths = recorded_paths(args.work, args.repo_path)
+    except ValueError as exc:
+        raise CurationError(str(exc)) from None
     cfg = load_filter_config(args.config)
     drafter = LlmDrafter(args.llm_endpoint, args.llm_model) if args.llm_endpoint else None
     args.out.mkdir(parents=True, exist_ok=True)

@@ -46,17 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _repo_paths(args: argparse.Namespace) -> dict[str, Path]:
-    paths: dict[str, Path] = {}
-    for summary in args.work.glob("*/summary.json"):
-        recorded = json.loads(summary.read_text()).get("repo_path")
-        if recorded:
-            paths[summary.parent.name] = Path(recorded)
-    for item in args.repo_path:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise EnvBuildError(f"--repo-path wants NAME=PATH, got {item!r}")
-        paths[name] = Path(path)
-    return paths
+    from mining.store import repo_paths
+
+    try:
+        return repo_paths(args.work, args.repo_path)
+    except ValueError as exc:
+        raise EnvBuildError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

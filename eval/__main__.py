@@ -81,17 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _stores(args: argparse.Namespace) -> dict[str, Any]:
     from eval.workspace import SourceStore
     from mining.git import GitRepo
+    from mining.store import repo_paths
 
-    paths: dict[str, Path] = {}
-    for summary in args.work.glob("*/summary.json"):
-        recorded = json.loads(summary.read_text()).get("repo_path")
-        if recorded:
-            paths[summary.parent.name] = Path(recorded)
-    for item in args.repo_path:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise EvalError(f"--repo-path wants NAME=PATH, got {item!r}")
-        paths[name] = Path(path)
+    try:
+        paths = repo_paths(args.work, args.repo_path)
+    except ValueError as exc:
+        raise EvalError(str(exc)) from None
     return {name: SourceStore(GitRepo(p)) for name, p in paths.items()}
 
 

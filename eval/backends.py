@@ -69,6 +69,29 @@ def _splice_failure(task: Task, variant: Variant, idx: int, exc: Exception) -> R
                      detail=str(exc))  # fmt: skip
 
 
+def _tree(
+    stores: Mapping[str, SourceStore],
+    scratch: Path,
+    task: Task,
+    tdir: TaskDir,
+    variant: Variant,
+    run_index: int,
+    prediction: Mapping[str, Any] | None,
+) -> Path | RunResult:
+    """The prepared tree of one run, or the run's result when a prediction cannot be spliced
+    (a failure of the prediction, not of the harness: base and gold errors are raised)."""
+    store = stores.get(task.framework)
+    if store is None:
+        raise EvalError(f"no repository for {task.framework}", task_id=task.task_id)
+    tree = scratch / task.task_id / f"{variant}-{run_index}"
+    try:
+        return prepare(task, tdir, store, tree, variant, prediction)
+    except EvalError as exc:
+        if variant is Variant.PREDICTION:
+            return _splice_failure(task, variant, run_index, exc)
+        raise
+
+
 class LocalBackend:
     """The framework at the base commit in a scratch tree, run on the current Python."""
 
@@ -88,16 +111,9 @@ class LocalBackend:
         run_index: int,
         prediction: Mapping[str, Any] | None = None,
     ) -> RunResult:
-        store = self.stores.get(task.framework)
-        if store is None:
-            raise EvalError(f"no repository for {task.framework}", task_id=task.task_id)
-        tree = self.scratch / task.task_id / f"{variant}-{run_index}"
-        try:
-            prepare(task, tdir, store, tree, variant, prediction)
-        except EvalError as exc:
-            if variant is Variant.PREDICTION:
-                return _splice_failure(task, variant, run_index, exc)
-            raise
+        tree = _tree(self.stores, self.scratch, task, tdir, variant, run_index, prediction)
+        if isinstance(tree, RunResult):
+            return tree
         files = test_files(task, self.settings.max_test_files, tree)
         kernels = [k.name for k in task.kernels]
         raw = run_pytest(
@@ -162,14 +178,9 @@ class DockerBackend:
     ) -> RunResult:
         import docker
 
-        store = self.stores[task.framework]
-        tree = self.scratch / task.task_id / f"{variant}-{run_index}"
-        try:
-            prepare(task, tdir, store, tree, variant, prediction)
-        except EvalError as exc:
-            if variant is Variant.PREDICTION:
-                return _splice_failure(task, variant, run_index, exc)
-            raise
+        tree = _tree(self.stores, self.scratch, task, tdir, variant, run_index, prediction)
+        if isinstance(tree, RunResult):
+            return tree
         run_dir.mkdir(parents=True, exist_ok=True)
         files = test_files(task, self.settings.max_test_files, tree)
         cmd = pytest_command(files, Path("/out/junit.xml"), self.python)

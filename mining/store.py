@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -183,3 +184,19 @@ def _atomic_write(path: Path, text: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def repo_paths(work: Path, overrides: Iterable[str] = ()) -> dict[str, Path]:
+    """framework -> repository path: what each crawl's summary.json recorded under `work`,
+    then `NAME=PATH` overrides (the later stages' `--repo-path`)."""
+    paths: dict[str, Path] = {}
+    for summary in sorted(work.glob("*/summary.json")):
+        recorded = json.loads(summary.read_text()).get("repo_path")
+        if recorded:
+            paths[summary.parent.name] = Path(recorded)
+    for item in overrides:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--repo-path wants NAME=PATH, got {item!r}")
+        paths[name] = Path(path)
+    return paths
