@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +29,8 @@ class RunSettings:
     max_test_files: int = 4
     isolated_timing: bool = True
     keep_trees: bool = False
+    # added to every run's environment (e.g. TRITON_INTERPRET=1, a framework's test switches)
+    extra_env: Mapping[str, str] = field(default_factory=dict)
 
 
 class Backend(Protocol):
@@ -122,6 +124,7 @@ class LocalBackend:
             run_dir,
             timeout_s=self.settings.timeout_s,
             kernels=kernels,
+            extra_env=self.settings.extra_env,
             isolated_timing=self.settings.isolated_timing,
         )
         if not self.settings.keep_trees:
@@ -189,6 +192,7 @@ class DockerBackend:
             "TPB_KERNELS": ",".join(k.name for k in task.kernels),
             "TPB_OUT": "/out/kernels.json",
             "TPB_ISOLATED": "1" if self.settings.isolated_timing else "0",
+            **self.settings.extra_env,
         }
         requests = (
             [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else []
