@@ -17,13 +17,12 @@ looked up in what that walk collected.
 from __future__ import annotations
 
 import ast
-import hashlib
 import logging
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from mining.digests import code_digests, jinja_kernel, template_kernel
 from mining.errors import MiningError
 from mining.model import Kernel, KernelKind, KernelRole, LaunchSite, Span
 
@@ -50,18 +49,7 @@ _ROLES = {
 _STAR_EXPORTS = {"triton": ("jit", "autotune", "heuristics")}
 
 # Containers whose trailing comma is cosmetic (formatters add or drop it); a tuple's is not.
-_TRAILING_COMMA_OK = frozenset({"argument_list", "parameters", "list", "dictionary", "set"})
-_CLOSERS = frozenset({")", "]", "}"})
 _PARAM_SKIP = frozenset({"(", ")", ",", "comment", "keyword_separator", "positional_separator"})
-_DEF_KERNEL = re.compile(r"def_kernel\(([^)]*)\)")
-_QUOTED = re.compile(r"""["']([^"']*)["']""")
-# Template text is not valid Python (Jinja tags), so it is tokenised by this pattern instead of
-# tree-sitter: newlines with their indentation, comments, one-line strings, words, punctuation.
-_TEMPLATE_TOKEN = re.compile(
-    r"""(?P<nl>\n[ \t]*)|(?P<comment>\#[^\n]*)"""
-    r"""|(?P<tok>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|\w+|\S)"""
-)
-
 _PARSER: Parser | None = None
 
 
@@ -84,7 +72,7 @@ def find_kernels(source: bytes, path: str) -> list[Kernel]:
     if path.endswith(".jinja"):
         if not might_contain_kernels(path, source):
             return []
-        return [_jinja_kernel(text, source, path)]
+        return [jinja_kernel(text, source, path)]
     if _TRITON_BYTES.search(source) is None or _KERNEL_WORDS.search(source) is None:
         # Every kernel form spells one of these words somewhere in the file (in the decorator,
         # the wrapping call or the import of an alias), so the parse can be skipped.
@@ -140,109 +128,6 @@ def _first_error_line(root: Node) -> int:
 
 def _collapse(text: str) -> str:
     return " ".join(text.split())
-
-
-def _digest(tokens: Iterable[bytes]) -> str:
-    return hashlib.sha1(b"\x00".join(tokens)).hexdigest()
-
-
-def _tokens(nodes: Iterable[Node]) -> Iterator[bytes]:
-    """Leaf tokens without comments, so that whitespace, line breaks and comments do not count.
-
-    Blocks are bracketed by markers because indentation is syntax: dedenting a statement out of
-    a loop must change the digest. String quotes are normalised and cosmetic trailing commas
-    dropped, the two token-level edits code formatters make.
-    """
-    stack: list[Node | None] = list(reversed(list(nodes)))
-    while stack:
-        node = stack.pop()
-        if node is None:
-            yield b"\x01}"
-            continue
-        kind = node.type
-        if kind in ("comment", "line_continuation"):
-            continue
-        if kind == "string_content" or node.child_count == 0:
-            tok = node.text or b""
-            if kind in ("string_start", "string_end"):
-                tok = tok.replace(b"'", b'"')
-            yield tok
-            continue
-        children = node.children
-        if kind == "block":
-            yield b"\x01{"
-            stack.append(None)
-        elif (
-            kind in _TRAILING_COMMA_OK
-            and len(children) >= 2
-            and children[-2].type == ","
-            and children[-1].type in _CLOSERS
-        ):
-            children = children[:-2] + children[-1:]
-        stack.extend(reversed(children))
-
-
-# Most versions of a file leave most of its kernels untouched: their digests are reused.
-_DIGESTS: dict[tuple[str, str], tuple[str, str]] = {}
-_DIGESTS_MAX = 50_000
-
-
-def _code_digests(source: str, name: str, nodes: list[Node]) -> tuple[str, str]:
-    """(token digest, digest with the kernel's own name blanked) of a kernel's code."""
-    key = (name, source)
-    hit = _DIGESTS.get(key)
-    if hit is not None:
-        return hit
-    tokens = list(_tokens(nodes))
-    own = name.encode()
-    result = _digest(tokens), _digest(b"\x03" if tok == own else tok for tok in tokens)
-    if len(_DIGESTS) >= _DIGESTS_MAX:
-        _DIGESTS.clear()
-    _DIGESTS[key] = result
-    return result
-
-
-def _template_digest(text: str) -> str:
-    """Digest of template text: tokens plus the indentation of each logical line."""
-    out: list[bytes] = []
-    depth = 0
-    indent: str | None = ""
-    for m in _TEMPLATE_TOKEN.finditer(text):
-        if m.lastgroup == "nl":
-            indent = m.group()[1:] if depth == 0 else None
-        elif m.lastgroup == "tok":
-            tok = m.group()
-            if indent is not None:
-                out.append(b"\x02" + indent.encode())
-                indent = None
-            out.append(tok.encode())
-            if tok in "([{":
-                depth += 1
-            elif tok in ")]}":
-                depth = max(0, depth - 1)
-    return _digest(out)
-
-
-def _def_kernel_params(text: str) -> tuple[str, ...]:
-    m = _DEF_KERNEL.search(text)
-    return tuple(_QUOTED.findall(m.group(1))) if m else ()
-
-
-def _jinja_kernel(text: str, source: bytes, path: str) -> Kernel:
-    name = path.rsplit("/", 1)[-1].split(".", 1)[0]
-    lines = max(1, text.count("\n") + (not text.endswith("\n")))
-    return _template_kernel(name, name, path, Span(1, lines, 0, len(source)), text)
-
-
-def _template_kernel(name: str, qualname: str, path: str, span: Span, text: str) -> Kernel:
-    return Kernel(
-        name=name, qualname=qualname, file=path, kind=KernelKind.TEMPLATE,
-        role=KernelRole.KERNEL, span=span, decorators=(), signature="",
-        params=_def_kernel_params(text), constexpr_params=(), autotune_configs=None,
-        heuristics=None, launch_sites=(), wrappers=(), source=text,
-        token_digest=_template_digest(text),
-        body_digest=_template_digest(text),
-    )  # fmt: skip
 
 
 def _dotted(node: Node) -> list[str] | None:
@@ -514,7 +399,7 @@ class _Scan:
         sites, wrappers = self._launches(name)
         self.bodies[span.start_byte] = [(n.start_byte, n.end_byte) for n in nodes]
         source = "\n".join(_text(n) for n in nodes)
-        token_digest, body_digest = _code_digests(source, name, nodes)
+        token_digest, body_digest = code_digests(source, name, nodes)
         return Kernel(
             name=name, qualname=qualname, file=path,
             kind=kind,
@@ -614,7 +499,7 @@ class _Scan:
                     span_node = assign.parent
             name = name or "TritonTemplate"
             qualname = f"{prefix}.{name}" if prefix else name
-            out.append(_template_kernel(name, qualname, path, _span(span_node), text))
+            out.append(template_kernel(name, qualname, path, _span(span_node), text))
         return out
 
     def with_roles(self, kernels: list[Kernel]) -> list[Kernel]:
