@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from curation.taskdir import task_dirs
     from envbuild.lint import lint
     from envbuild.plan import pin_sources, plan_task, write_plan
-    from envbuild.versions import ReleaseTable
+    from envbuild.releases import ReleaseTable
     from mining.git import GitRepo
 
     repos: dict[str, GitRepo] = {}

@@ -33,7 +33,8 @@ from envbuild.dockerfile import (
 )
 from envbuild.model import EnvSpec, LayerKind, Pin
 from envbuild.recipes import Recipe, recipe_for
-from envbuild.versions import ReleaseTable, ResolvedVersions, resolve_versions
+from envbuild.releases import ReleaseTable
+from envbuild.versions import ResolvedVersions, resolve_versions
 from mining.git import GitRepo
 
 

@@ -17,12 +17,8 @@ from types import ModuleType
 import pytest
 
 from envbuild.model import PinSource
-from envbuild.versions import (
-    NGC_PYTORCH,
-    ReleaseTable,
-    ResolvedVersions,
-    resolve_versions,
-)
+from envbuild.releases import NGC_PYTORCH, ReleaseTable
+from envbuild.versions import ResolvedVersions, resolve_versions
 from mining.git import GitRepo
 from tests.gitrepo import TinyRepo
 
