@@ -9,11 +9,9 @@ that overlap, and any result that tree-sitter or CPython cannot parse.
 
 An item replaces the Triton kernel of its name (decorators included), else the plain function
 or method of its name; an item that names nothing is inserted before the first top-level
-statement that calls or launches it, else at the end of the file. A source may come at
-column 0, uniformly indented, or in the "hanging" form a node's text has when cut out of a
-nested position (first line bare, the rest at their original indentation); it is re-indented
-to where it lands, except for the lines inside multi-line strings, whose text is data. Edits
-are computed against the original bytes and applied from the end backwards.
+statement that calls or launches it, else at the end of the file. A source is re-indented to
+where it lands (`eval.indentation` says which forms it may come in). Edits are computed
+against the original bytes and applied from the end backwards.
 """
 
 from __future__ import annotations
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from curation.model import Task
 from eval.errors import SpliceError
+from eval.indentation import indent_at, normalise, parses, reindent
 from mining.kernels import UnparsableSource, find_kernels, parse_python
 from mining.model import Kernel, KernelKind
 
@@ -256,36 +255,29 @@ class _Splice:
             return _Target(span)
         return _Target(span, (found.outer.start_byte, found.outer.end_byte), k.name, fn)
 
-    def indent(self, pos: int) -> str:
-        line = self.src.rfind(b"\n", 0, pos) + 1
-        head = self.src[line:pos]
-        if head.strip():
-            head = head[: len(head) - len(head.lstrip())]
-        return head.decode("utf-8")
-
     def canonical(self, i: int, hint: str) -> str:
-        text = _normalise(self.items[i].source, hint)
+        text = normalise(self.items[i].source, hint)
         if text is None:
             raise self.fail(i, "the source does not parse")
         return text
 
     def replace(self, i: int, target: _Target) -> list[_Edit]:
         if target.fn_span is None:
-            indent = self.indent(target.span[0])
-            body = _reindent(self.canonical(i, indent), indent)
+            indent = indent_at(self.src, target.span[0])
+            body = reindent(self.canonical(i, indent), indent)
             return [_Edit(*target.span, body.encode(), i, i)]
-        fn_indent = self.indent(target.fn_span[0])
+        fn_indent = indent_at(self.src, target.fn_span[0])
         text = self.canonical(i, fn_indent)
         tops = parse_python(text.encode()).root_node.named_children
         fn_def = next((c for c in tops if c.type in _DEFS), None)
         stmt = next((c for c in tops if _assigns(c) == target.kernel.rsplit(".", 1)[-1]), None)
         if fn_def is not None and stmt is not None:
-            stmt_indent = self.indent(target.span[0])
+            stmt_indent = indent_at(self.src, target.span[0])
             return [
-                _Edit(*target.fn_span, _reindent(_text(fn_def), fn_indent).encode(), i, i),
-                _Edit(*target.span, _reindent(_text(stmt), stmt_indent).encode(), i, i),
+                _Edit(*target.fn_span, reindent(_text(fn_def), fn_indent).encode(), i, i),
+                _Edit(*target.span, reindent(_text(stmt), stmt_indent).encode(), i, i),
             ]
-        whole = _reindent(text, fn_indent).encode()
+        whole = reindent(text, fn_indent).encode()
         if fn_def is not None and len(tops) == 1 and _def_name(fn_def) == target.fn:
             return [_Edit(*target.fn_span, whole, i, i)]  # a new `fn`, the same assignment
         # The kernel is now defined some other way: its source takes the def's place.
@@ -364,8 +356,8 @@ class _Splice:
         body = cls.node.child_by_field_name("body") if cls is not None else None
         if body is None or not body.named_children:
             raise self.fail(i, f"no class {owner} to put it into")
-        indent = self.indent(body.named_children[0].start_byte)
-        text = _reindent(self.canonical(i, indent), indent)
+        indent = indent_at(self.src, body.named_children[0].start_byte)
+        text = reindent(self.canonical(i, indent), indent)
         return _Edit(body.end_byte, body.end_byte, f"\n\n{indent}{text}".encode(), i, i)
 
     def imports(self, lines: str) -> _Edit:
@@ -398,7 +390,7 @@ def _new_file(path: str, items: Sequence[KernelSource]) -> bytes:
     texts = []
     uses = []
     for item in items:
-        text = _normalise(item.source, None)
+        text = normalise(item.source, None)
         if text is None:
             raise SpliceError(f"{path}: {item.name}: the source does not parse")
         texts.append(text)
@@ -463,7 +455,7 @@ def _checks(src: bytes, path: str) -> tuple[bool, bool, bool]:
     `from __future__` import that lands below other code.
     """
     clean = not parse_python(src).root_node.has_error
-    if not _parses(src):
+    if not parses(src):
         return clean, False, False
     try:
         with warnings.catch_warnings():
@@ -477,80 +469,6 @@ def _checks(src: bytes, path: str) -> tuple[bool, bool, bool]:
 def _holds(result: tuple[bool, ...], baseline: tuple[bool, ...]) -> bool:
     """The result passes every check the original passed (tree-sitter lags CPython in places)."""
     return all(ok or not base for ok, base in zip(result, baseline, strict=True))
-
-
-def _parses(src: str | bytes) -> bool:
-    try:
-        ast.parse(src)
-    except (SyntaxError, ValueError):
-        return False
-    return True
-
-
-def _normalise(source: str, hint: str | None) -> str | None:
-    """`source` moved to column 0, or None when no reading of its indentation parses.
-
-    `hint` is the indentation of the place it goes to: a hanging source cut from there has
-    exactly that much extra indentation on its later lines.
-    """
-    lines = source.rstrip().split("\n")
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    if not lines:
-        return None
-    inside = _string_lines("\n".join(lines))
-    code = [i for i, line in enumerate(lines) if line.strip() and i not in inside]
-    if _lead(lines[0]):
-        # Indented as a whole (copied from a nested place): string lines moved along with the
-        # code, so they move back too, as far as they have the room.
-        n = min(len(_lead(lines[i])) for i in code)
-        deep = [i for i, line in enumerate(lines) if len(_lead(line)) >= n and line.strip()]
-        lines = _dedent(lines, deep, n)
-    rest = code[1:]
-    tries = [_dedent(lines, rest, len(hint))] if hint else []
-    tries.append(lines)
-    deeper = [len(_lead(lines[i])) for i in rest if _lead(lines[i])]
-    if deeper:
-        tries.append(_dedent(lines, rest, min(deeper)))
-    return next((t for t in ("\n".join(x) for x in tries) if _parses(t)), None)
-
-
-def _lead(line: str) -> str:
-    return line[: len(line) - len(line.lstrip(" \t"))]
-
-
-def _dedent(lines: list[str], which: list[int], n: int) -> list[str]:
-    out = list(lines)
-    for i in which:
-        out[i] = out[i][min(n, len(_lead(out[i]))) :]
-    return out
-
-
-def _reindent(text: str, indent: str) -> str:
-    """`text` (at column 0) for a place whose first line already stands at `indent`."""
-    if not indent:
-        return text
-    inside = _string_lines(text)
-    lines = text.split("\n")
-    return "\n".join(
-        indent + line if i and line.strip() and i not in inside else line
-        for i, line in enumerate(lines)
-    )
-
-
-def _string_lines(text: str) -> set[int]:
-    """0-based lines that start inside a multi-line string (their text is data, not layout)."""
-    rows: set[int] = set()
-    if '"""' not in text and "'''" not in text and "\\\n" not in text:
-        return rows
-    stack = [parse_python(text.encode()).root_node]
-    while stack:
-        node = stack.pop()
-        if node.type == "string":
-            rows.update(range(node.start_point.row + 1, node.end_point.row + 1))
-        elif node.type != "comment":
-            stack.extend(node.children)
-    return rows
 
 
 def _text(node: Node) -> str:
