@@ -58,9 +58,12 @@ class KernelTiming:
     isolated_ms: float | None = None  # median of do_bench-style reruns on the captured launch
     isolated_spread: float | None = None  # (p75 - p25) / median of those reruns
     shapes: str = ""  # the captured launch: shapes, dtypes and constexprs
+    written: tuple[str, ...] = ()  # tensor arguments whose contents a launch changed
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KernelTiming:
+        d = dict(d)
+        d["written"] = tuple(d.get("written", ()))
         return cls(**d)
 
 

@@ -32,7 +32,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,11 @@ from eval.model import KernelTiming
 log = logging.getLogger(__name__)
 
 _PLUGIN_NAME = "tpb-kernel-watch"
+
+
+# Launches per kernel whose tensor arguments are fingerprinted before and after (each costs a
+# device synchronisation and a pass over the arguments).
+WRITE_CHECKS = 8
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,7 @@ def read_plugin_output(path: str | os.PathLike[str]) -> dict[str, KernelTiming]:
             isolated_ms=k.get("isolated_ms"),
             isolated_spread=k.get("isolated_spread"),
             shapes=k.get("shapes") or "",
+            written=tuple(k.get("written") or ()),
         )
     return out
 
@@ -125,6 +131,8 @@ class _KernelWatch:
     tuning: int = 0  # launches made by the autotuner's benchmarking
     profiled: tuple[int, float] | None = None  # (calls, total ms) from the profiler
     isolated: Any = None  # eval.timing.BenchResult
+    written: set[str] = field(default_factory=set)  # tensor arguments a launch changed
+    checked: int = 0  # launches whose arguments were fingerprinted
 
     def to_dict(self) -> dict[str, Any]:
         calls, total = self.profiled if self.profiled is not None else (self.seen, None)
@@ -140,6 +148,8 @@ class _KernelWatch:
             "isolated_reps": self.isolated.reps if self.isolated else None,
             "launches": self.captures.records(),
             "shapes": big.summary if big else "",
+            "written": sorted(self.written),
+            "written_checked_launches": self.checked,
         }
 
 
@@ -223,7 +233,10 @@ class KernelWatcher:
                 return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             tuning = getattr(self._local, "tuning", 0) > 0
             pending = None if tuning else self._prepare(watch, kernel, args, kwargs, grid)
+            before = None if tuning or watch.checked >= WRITE_CHECKS else self._prints(kernel, args)
             result = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            if before is not None:
+                self._note_writes(watch, kernel, args, before)
             with self._lock:
                 if tuning:
                     watch.tuning += 1
@@ -248,6 +261,39 @@ class KernelWatcher:
                     self._toggle_profiler(True)
 
         return bench
+
+    # which arguments a launch writes (the scorer compares a prediction with the gold kernel)
+
+    def _prints(self, kernel: Any, args: tuple[Any, ...]) -> dict[int, tuple[float, float]] | None:
+        """A cheap fingerprint of every tensor argument; None when it cannot be taken."""
+        torch = self.torch
+        if torch is None:
+            return None
+        try:
+            if self.cuda:
+                torch.cuda.synchronize()
+            out = {}
+            for i, a in enumerate(args):
+                if isinstance(a, torch.Tensor) and a.numel():
+                    flat = a.detach().reshape(-1)[: 1 << 22].to(torch.float64)
+                    out[i] = (float(flat.sum()), float((flat * flat).sum()))
+            return out
+        except Exception as exc:  # never fail the framework's test over a watch
+            self.note(f"argument fingerprints failed ({exc!r})")
+            return None
+
+    def _note_writes(
+        self, watch: _KernelWatch, kernel: Any, args: tuple[Any, ...], before: dict[int, Any]
+    ) -> None:
+        after = self._prints(kernel, args)
+        if after is None:
+            return
+        names = list(getattr(kernel, "arg_names", ()) or ())
+        changed = {names[i] if i < len(names) else f"arg{i}"
+                   for i, fp in before.items() if after.get(i) != fp}  # fmt: skip
+        with self._lock:
+            watch.checked += 1
+            watch.written |= changed
 
     # capture
 

@@ -9,8 +9,9 @@ interrupted scoring resumes), `<run>/report.json` and `<run>/report.md`.
 
 Every task of the task set is in every denominator: a task without a prediction, or whose
 prediction does not splice, compile or pass, counts as not completed. A prediction that defines
-no Triton kernel, never launches one of the task's kernels during the tests, or memoises its
-output is marked and not credited.
+no Triton kernel, never launches one of the task's kernels during the tests, memoises its
+output, or writes into a tensor argument that the gold kernel only reads is marked and not
+credited.
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return preds
 
 
-def prediction_flags(task: Task, pred: Mapping[str, Any], run: RunResult | None) -> list[str]:
+def prediction_flags(
+    task: Task, pred: Mapping[str, Any], run: RunResult | None, gold: RunResult | None = None
+) -> list[str]:
     """Reward-hack checks: what makes a passing prediction not count."""
     if pred.get("from") in ("gold", "base"):
         text = "\n".join(
@@ -107,6 +110,13 @@ def prediction_flags(task: Task, pred: Mapping[str, Any], run: RunResult | None)
         flags.append("memoised_output")
     if run is not None and run.passed and run.kernels and all(k.calls == 0 for k in run.kernels):
         flags.append("kernel_not_launched")
+    if run is not None and gold is not None:
+        # a kernel that writes into tensors the gold kernel only reads modifies its inputs
+        gold_writes = {k.kernel: set(k.written) for k in gold.kernels}
+        for k in run.kernels:
+            if k.kernel in gold_writes and set(k.written) - gold_writes[k.kernel]:
+                flags.append("modifies_inputs")
+                break
     return flags
 
 
@@ -155,7 +165,7 @@ def score_task(
             )
             (pred_runs if v is variant else gold_runs).append(r)
     last = pred_runs[-1]
-    flags = prediction_flags(task, prediction, last)
+    flags = prediction_flags(task, prediction, last, gold_runs[-1] if gold_runs else None)
     exec_ok = all(_passes(r, ref) for r in pred_runs)
     call_ok = all(r.failure not in CALL_FAILURES for r in pred_runs)
     t_pred = _median([_kernel_ms(r) for r in pred_runs])

@@ -88,6 +88,11 @@ def kernel(body: str) -> str:
 
 GOOD = kernel("    tl.store(out_ptr + offs, x + y, mask=mask)\n")
 WRONG = kernel("    tl.store(out_ptr + offs, x - y, mask=mask)\n")
+# Writes into its input y as well as its output.
+CLOBBER = kernel(
+    "    tl.store(out_ptr + offs, x + y, mask=mask)\n"
+    "    tl.store(y_ptr + offs, y * 0.0, mask=mask)\n"
+)
 # Under the interpreter the kernel body is Python: these stand in for a kernel that takes the
 # process down and one that never returns.
 CRASH = kernel("    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n")
@@ -201,6 +206,9 @@ def test_score_predictions_end_to_end(task_env, tmp_path: Path) -> None:
     row = score(tmp_path / "cheat", cheat)["tasks"][0]
     assert row["exec_ok"] and not row["passed"]
     assert "no_triton_kernel" in row["flags"] and "kernel_not_launched" in row["flags"]
+    # a kernel that writes into an input the gold kernel only reads is flagged
+    row = score(tmp_path / "clobber", {"task_id": tdir.id, "kernels": {"add_kernel": CLOBBER}})
+    assert "modifies_inputs" in row["tasks"][0]["flags"] and not row["tasks"][0]["passed"]
     # resumable: a rerun does not run the finished task again
     before = (tmp_path / "cheat" / "results.jsonl").read_text()
     score(tmp_path / "cheat", cheat)
