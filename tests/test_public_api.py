@@ -1,0 +1,26 @@
+"""Importing the packages and their command modules stays light: no torch, triton, docker,
+datasets or tree-sitter until a command needs them (`--help` must be instant)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ("torch", "triton", "docker", "datasets", "tree_sitter", "matplotlib", "huggingface_hub")
+MODULES = (
+    "mining", "mining.crawl", "curation", "curation.curate", "curation.check", "envbuild",
+    "envbuild.__main__", "eval", "eval.__main__", "eval.pytest_plugin", "benchmark",
+    "benchmark.__main__",
+)  # fmt: skip
+
+
+def test_imports_load_no_heavy_dependency() -> None:
+    code = (
+        "import importlib, sys\n"
+        f"for m in {MODULES!r}: importlib.import_module(m)\n"
+        f"print(','.join(h for h in {HEAVY!r} if h in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == ""
