@@ -24,3 +24,17 @@ def test_imports_load_no_heavy_dependency() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1],
                          capture_output=True, text=True, check=True)  # fmt: skip
     assert out.stdout.strip() == ""
+
+
+def test_every_command_explains_itself() -> None:
+    commands = [
+        ["mining.crawl"], ["curation.curate"], ["curation.check"], ["curation.review"],
+        ["envbuild"], ["eval"], ["eval", "reference"], ["eval", "score"], ["eval", "bundle"],
+        ["eval", "rejudge"], ["benchmark"], ["benchmark", "build"], ["benchmark", "push"],
+        ["benchmark", "regenerate"],
+    ]  # fmt: skip
+    for cmd in commands:
+        out = subprocess.run([sys.executable, "-m", *cmd, "--help"], cwd=Path(__file__).parents[1],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+        assert out.returncode == 0, (cmd, out.stderr)
+        assert "usage: python -m" in out.stdout, cmd
