@@ -89,6 +89,13 @@ def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
     ]
     if sig_changed:
         add(TaskType.FEATURE, 2, f"signature changed: {', '.join(k.name for k in sig_changed[:4])}")
+    launch = [kc for kc in targets if kc.change is ChangeKind.LAUNCH_CHANGED]
+    if launch:
+        add(
+            TaskType.OPTIMIZATION,
+            3,
+            f"only launch parameters changed for: {', '.join(k.name for k in launch[:4])}",
+        )
     perf = [kc for kc in modified if is_perf_parameter_change(kc)]
     if perf:
         add(

@@ -26,6 +26,8 @@ SUBSTANTIVE = (ChangeKind.ADDED, ChangeKind.MODIFIED)
 
 # Words on a changed line that make even a one-line edit a performance task.
 _PERF_WORDS = re.compile(r"BLOCK|num_warps|num_stages|num_ctas|maxnreg|Config\(|configs|GROUP_SIZE")
+# Keyword arguments of a launch that only tune it (grid changes may change semantics too).
+_LAUNCH_WORDS = re.compile(r"\b[A-Z_]*(BLOCK|TILE|SIZE|WARPS|STAGES)[A-Z_0-9]*\s*=")
 _NUMBER = re.compile(r"\b\d+(\.\d*)?([eE][-+]?\d+)?\b")
 
 
@@ -58,7 +60,11 @@ def substantive_changes(cand: Candidate) -> list[KernelChange]:
     return [
         kc
         for kc in cand.kernel_changes
-        if kc.change in SUBSTANTIVE and is_kernel_source_path(kc.file) and not cosmetic_kind(kc)
+        if is_kernel_source_path(kc.file)
+        and (
+            (kc.change in SUBSTANTIVE and not cosmetic_kind(kc))
+            or (kc.change is ChangeKind.LAUNCH_CHANGED and is_perf_parameter_change(kc))
+        )
     ]
 
 
@@ -79,10 +85,18 @@ def changed_kernel_lines(kc: KernelChange) -> list[tuple[str, str]]:
     return pairs
 
 
+def launch_changes(kc: KernelChange) -> list[str]:
+    """Launch-site texts of the commit that the parent did not have."""
+    old = {s.text for s in kc.before.launch_sites} if kc.before else set()
+    return [s.text for s in (kc.after.launch_sites if kc.after else ()) if s.text not in old]
+
+
 def is_perf_parameter_change(kc: KernelChange) -> bool:
-    """Autotune configs, block sizes, warps or stages changed."""
+    """Autotune configs, block sizes, warps or stages changed (in the kernel or at a launch)."""
     if kc.before and kc.after and kc.before.autotune_configs != kc.after.autotune_configs:
         return True
+    if kc.change is ChangeKind.LAUNCH_CHANGED:
+        return any(_PERF_WORDS.search(t) or _LAUNCH_WORDS.search(t) for t in launch_changes(kc))
     return any(_PERF_WORDS.search(a + " " + b) for a, b in changed_kernel_lines(kc))
 
 

@@ -355,6 +355,11 @@ def _where(k: TargetKernel) -> str:
         text = f"add a new {what} `{k.name}` in `{k.file}`"
     elif k.change == "deleted":
         text = f"remove the {what} `{k.name}` from `{k.file}`"
+    elif k.change == "launch_changed":
+        text = (
+            f"keep the {what} `{k.name}` in `{k.file}` as it is and change how it is launched "
+            "(grid, block sizes, warps, stages)"
+        )
     elif k.change in ("moved", "renamed_file") and k.old_file:
         text = f"move the {what} `{k.name}` from `{k.old_file}` to `{k.file}`"
     else:

@@ -44,9 +44,13 @@ def diff_kernels(
     )
     for (old_path, b), (new_path, a) in pairs:
         if b.source == a.source:
-            if old_path == new_path:
+            if old_path != new_path:
+                kind = ChangeKind.RENAMED_FILE
+            elif _launches(b) != _launches(a):
+                # grid, block sizes or num_warps changed where the kernel is launched
+                kind = ChangeKind.LAUNCH_CHANGED
+            else:
                 continue  # untouched
-            kind = ChangeKind.RENAMED_FILE
         elif b.token_digest == a.token_digest:
             kind = ChangeKind.FORMATTING_ONLY
         else:
@@ -93,6 +97,11 @@ def diff_kernels(
 
     changes.sort(key=lambda c: (c.file, c.name, str(c.change)))
     return changes
+
+
+def _launches(k: Kernel) -> list[tuple[str | None, str, str]]:
+    """The kernel's launch sites without their line numbers (moving code is no change)."""
+    return sorted((site.wrapper, site.grid, site.text) for site in k.launch_sites)
 
 
 def _pair(

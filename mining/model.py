@@ -23,6 +23,7 @@ class ChangeKind(StrEnum):
     MOVED = "moved"  # same tokens, now in another file
     RENAMED_FILE = "renamed_file"  # same tokens, its file was renamed
     FORMATTING_ONLY = "formatting_only"  # token-identical ignoring whitespace and comments
+    LAUNCH_CHANGED = "launch_changed"  # kernel untouched, the calls that launch it changed
 
 
 class KernelKind(StrEnum):

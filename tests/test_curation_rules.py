@@ -244,3 +244,17 @@ def test_gitlab_merge_titles(repo: TinyRepo, tmp_path: Path) -> None:
     decision = classify(cands["!13"], substantive_changes(cands["!13"]))
     assert decision.type is TaskType.FEATURE
     assert any("conventional 'feat'" in e for e in decision.evidence)
+
+
+def test_tuned_launch_parameters_are_an_optimization_task(repo: TinyRepo, tmp_path: Path) -> None:
+    tuned = ADD_KERNEL.replace("BLOCK=256)", "BLOCK=1024)")
+    repo.write("pkg/ops/add.py", tuned)
+    repo.commit("Bigger blocks for add (#2)")
+    repo.write("pkg/ops/add.py", tuned.replace("return out", "return out  # done"))
+    repo.commit("Comment in the wrapper (#3)")
+    cands = {c.id: c for c in mine(repo, tmp_path)}
+    assert [str(kc.change) for kc in cands["#2"].kernel_changes] == ["launch_changed"]
+    assert "#3" not in cands  # the launch itself is unchanged: not a candidate
+    v = {c.id: v for c, v in judge_all(list(cands.values()))}
+    assert v["#2"].kept
+    assert classify(cands["#2"], substantive_changes(cands["#2"])).type is TaskType.OPTIMIZATION

@@ -152,3 +152,12 @@ def test_renamed_and_edited_kernel_is_added_and_deleted() -> None:
         ("_old", ChangeKind.DELETED),
         ("new", ChangeKind.ADDED),
     ]
+
+
+def test_changed_launch_parameters_with_an_untouched_kernel() -> None:
+    wrapper = "\n\ndef run(x):\n    kern[(4,)](x, BLOCK=64, num_warps=4)\n"
+    before = {"ops/a.py": kernel("kern") + wrapper}
+    after = {"ops/a.py": kernel("kern") + wrapper.replace("num_warps=4", "num_warps=8")}
+    assert summary(before, after) == [("kern", ChangeKind.LAUNCH_CHANGED, "ops/a.py", "ops/a.py")]
+    moved_down = {"ops/a.py": kernel("kern") + "\n\n# a comment that shifts lines\n" + wrapper}
+    assert summary(before, moved_down) == []
