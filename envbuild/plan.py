@@ -23,7 +23,6 @@ from pathlib import Path
 from curation.model import Task
 from curation.taskdir import TaskDir, write_atomic
 from envbuild.dockerfile import (
-    cuda_tag,
     digest_files,
     placeholder_values,
     render_base,
@@ -144,6 +143,3 @@ def pin_sources(spec: EnvSpec) -> Mapping[str, str]:
     """name -> "file" | "date" | "default" for the four main pins."""
     pins: list[Pin] = [spec.python, spec.torch, spec.triton, spec.cuda]
     return {p.name: str(p.source) for p in pins}
-
-
-__all__ = ["Plan", "cuda_tag", "materialize", "pin_sources", "plan_task", "write_plan"]

@@ -17,7 +17,15 @@ from curation.model import Task
 from curation.taskdir import TaskDir
 from eval.errors import EvalError
 from eval.model import FailureClass, RunResult, Variant
-from eval.runner import PROJECT_ROOT, RawRun, classify, parse_junit, pytest_command, run_pytest
+from eval.runner import (
+    PROJECT_ROOT,
+    RawRun,
+    classify,
+    parse_junit,
+    pytest_command,
+    read_watch,
+    run_pytest,
+)
 from eval.workspace import SourceStore, prepare, test_files
 
 log = logging.getLogger(__name__)
@@ -222,9 +230,7 @@ class DockerBackend:
         wall = time.perf_counter() - t0
         (run_dir / "pytest.log").write_bytes(container.logs())
         container.remove(force=True)
-        from eval.runner import _read_watch
-
-        timings, _ = _read_watch(run_dir / "kernels.json")
+        timings = read_watch(run_dir / "kernels.json")
         junit = run_dir / "junit.xml"
         raw = RawRun(
             exit_code=code,
@@ -233,6 +239,5 @@ class DockerBackend:
             tests=parse_junit(junit) if junit.exists() else (),
             log_text=(run_dir / "pytest.log").read_text(errors="replace"),
             kernels=timings,
-            kernel_launched={},
         )
         return _result(task, variant, run_index, raw, run_dir)

@@ -11,7 +11,6 @@ failures; the classification reads the junit messages and the log's error lines.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
@@ -52,7 +51,6 @@ class RawRun:
     tests: tuple[TestOutcome, ...]
     log_text: str
     kernels: tuple[KernelTiming, ...]
-    kernel_launched: Mapping[str, bool]
 
 
 def pytest_command(files: Sequence[str], junit: Path, python: str = sys.executable) -> list[str]:
@@ -116,7 +114,7 @@ def run_pytest(
             _kill_group(proc)
     wall = time.perf_counter() - t0
     tests = parse_junit(junit) if junit.exists() else ()
-    timings, launched = _read_watch(watch)
+    timings = read_watch(watch)
     return RawRun(
         exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
@@ -124,7 +122,6 @@ def run_pytest(
         tests=tests,
         log_text=log.read_text(errors="replace"),
         kernels=timings,
-        kernel_launched=launched,
     )
 
 
@@ -140,15 +137,13 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _read_watch(path: Path) -> tuple[tuple[KernelTiming, ...], dict[str, bool]]:
+def read_watch(path: Path) -> tuple[KernelTiming, ...]:
+    """The kernel-watch plugin's timings of one run (none when it wrote no report)."""
     if not path.exists():
-        return (), {}
+        return ()
     from eval.pytest_plugin import read_plugin_output
 
-    timings = read_plugin_output(path)
-    data = json.loads(path.read_text())
-    launched = {name: bool(k.get("launched")) for name, k in data.get("kernels", {}).items()}
-    return tuple(timings.values()), launched
+    return tuple(read_plugin_output(path).values())
 
 
 def parse_junit(path: Path) -> tuple[TestOutcome, ...]:

@@ -21,7 +21,7 @@ from mining.registry import DEFAULT_FRAMEWORKS, Framework, resolve_framework
 
 if TYPE_CHECKING:
     from mining.crawler import Crawler
-    from mining.git import CommitMeta, GitRepo
+    from mining.git import GitRepo
     from mining.model import CrawlSummary
 
 log = logging.getLogger("mining.crawl")
@@ -191,15 +191,10 @@ def _run_with_progress(crawler: Crawler, name: str, *, quiet: bool) -> CrawlSumm
         transient=False,
     ) as bar:
         task = bar.add_task(f"{name}: planning", total=None)
-        original_plan = crawler.plan
-
-        def plan_and_size() -> tuple[str, list[CommitMeta], int]:
-            tip, todo, orphans = original_plan()
-            bar.update(task, total=len(todo), description=f"{name}: commits")
-            return tip, todo, orphans
-
-        crawler.plan = plan_and_size  # type: ignore[method-assign]
-        return crawler.run(progress=lambda n: bar.advance(task, n))
+        return crawler.run(
+            progress=lambda n: bar.advance(task, n),
+            on_plan=lambda n: bar.update(task, total=n, description=f"{name}: commits"),
+        )
 
 
 def print_summary(results: list[dict[str, object]]) -> None:

@@ -136,9 +136,16 @@ class Crawler:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, progress: Callable[[int], None] | None = None) -> CrawlSummary:
+    def run(
+        self,
+        progress: Callable[[int], None] | None = None,
+        on_plan: Callable[[int], None] | None = None,
+    ) -> CrawlSummary:
+        """Scan the planned commits; `on_plan` hears how many, `progress` each chunk done."""
         t0 = time.perf_counter()
         tip, todo, orphans = self.plan()
+        if on_plan:
+            on_plan(len(todo))
         if orphans:
             log.warning("moved %d records of rewritten commits to orphaned.jsonl", orphans)
         if not todo:
