@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmark.errors import BenchmarkError
+from core.errors import CoreError
 
 if TYPE_CHECKING:
     from benchmark.build import BuildResult
@@ -103,10 +104,17 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 def cmd_regenerate(args: argparse.Namespace) -> int:
     from benchmark.build import build, load_manifest
-    from curation.curate import main as curate
+    from core.frameworks import resolve_framework
+    from curation.curate import CurateSettings
+    from curation.curate import run as curate
+    from curation.errors import CurationError
     from curation.taskdir import task_dirs
-    from envbuild.__main__ import main as envbuild
-    from mining.crawl import main as crawl
+    from envbuild.__main__ import EnvSettings
+    from envbuild.__main__ import run as envbuild
+    from envbuild.errors import EnvBuildError
+    from eval.errors import EvalError
+    from mining.crawl import CrawlSettings, crawl_one
+    from mining.errors import MiningError
 
     if not load_manifest(args.out)["releases"] and args.cutoff is None:
         raise BenchmarkError("the first release needs --cutoff (the date the test split starts)")
@@ -120,37 +128,47 @@ def cmd_regenerate(args: argparse.Namespace) -> int:
         if tasks.exists():
             shutil.copytree(tasks, tmp / "tasks")
         work, tasks = tmp / "work", tmp / "tasks"
+    stage = "crawl"
     try:
         before = {t.id for t in task_dirs(tasks)}
         paths = dict(item.partition("=")[::2] for item in args.repo_path)
         for spec in args.frameworks:
-            argv = [spec, "--out", str(work), "--quiet"]
-            if spec in paths:
-                argv += ["--repo-path", paths[spec]]
-            if args.no_github:
-                argv.append("--no-github")
-            if crawl(argv) != 0:
-                raise BenchmarkError(f"crawl of {spec} failed")
-        if curate(["--work", str(work), "--out", str(tasks), "--only-new", "--quiet"]) != 0:
-            raise BenchmarkError("curation failed")
+            settings = CrawlSettings(
+                out=work,
+                repo_path=Path(paths[spec]) if spec in paths else None,
+                no_github=args.no_github,
+                quiet=True,
+            )
+            crawl_one(resolve_framework(spec), settings)
+        stage = "curation"
+        summary = curate(CurateSettings(work=work, out=tasks, only_new=True, quiet=True))
+        if summary["failed"]:
+            first = summary["failed"][0]
+            raise BenchmarkError(
+                f"curation failed for {len(summary['failed'])} candidates, first "
+                f"{first['framework']} {first['id']}: {first['error']}"
+            )
         new = sorted({t.id for t in task_dirs(tasks)} - before)
         print(f"{len(new)} new task directories")
         if new:
-            env_args = ["--tasks", str(tasks), "--work", str(work)]
-            for tid in new:
-                env_args += ["--task", tid]
-            envbuild(env_args)
+            stage = "envbuild"
+            envbuild(EnvSettings(tasks=tasks, work=work, task=new))
             if args.reference and not args.dry_run:
-                from eval.__main__ import main as eval_main
+                from eval.session import EvalSettings, run_references
 
-                ref_args = ["reference", "--tasks", str(tasks), "--work", str(work),
-                            "--runs", str(args.runs)]  # fmt: skip
-                for tid in new:
-                    ref_args += ["--task", tid]
-                eval_main(ref_args)
+                stage = "reference"
+                refs, errors = run_references(
+                    EvalSettings(tasks=tasks, work=work, task=new, runs=args.runs)
+                )
+                if errors and not refs:
+                    tid, why = next(iter(errors.items()))
+                    raise BenchmarkError(f"no reference run succeeded; {tid}: {why}")
+        stage = "build"
         res = build(tasks, args.out, args.version, args.cutoff or datetime.now(UTC),
                     dry_run=args.dry_run)  # fmt: skip
         _print_result(res)
+    except (CoreError, MiningError, CurationError, EnvBuildError, EvalError) as exc:
+        raise BenchmarkError(f"{stage} failed: {exc}") from None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -161,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"build": cmd_build, "push": cmd_push, "regenerate": cmd_regenerate}[args.cmd](args)
-    except BenchmarkError as exc:
+    except (BenchmarkError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchmarkError
+from core.files import output_lock, write_json
 from curation.check import check_task
 from curation.model import CurationStatus
-from curation.taskdir import task_dirs, write_atomic
+from curation.taskdir import task_dirs
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,23 @@ def build(
     dry_run: bool = False,
     reference_note: str = "",
 ) -> BuildResult:
+    """Build version `version` of the dataset folder `out` from the task directories (the
+    library entry of the dataset stage); a dry run computes the result and writes nothing."""
+    if dry_run:
+        return _build(tasks_root, out, version, cutoff, only_approved, dry_run, reference_note)
+    with output_lock(out):
+        return _build(tasks_root, out, version, cutoff, only_approved, dry_run, reference_note)
+
+
+def _build(
+    tasks_root: Path,
+    out: Path,
+    version: str,
+    cutoff: datetime,
+    only_approved: bool,
+    dry_run: bool,
+    reference_note: str,
+) -> BuildResult:
     manifest = load_manifest(out)
     if any(r["version"] == version for r in manifest["releases"]):
         raise BenchmarkError(f"version {version} was already released in {out}; pick a new one")
@@ -159,7 +177,7 @@ def build(
     all_rows = _frozen_rows(out, frozen) | {t: rows[t] for t in fresh}
     render_card(out, manifest, all_splits, all_rows, reference_note=reference_note)
     # The manifest last: until it names the version, a failed build can simply be rerun.
-    write_atomic(out / MANIFEST, json.dumps(manifest, indent=1))
+    write_json(out / MANIFEST, manifest)
     return result
 
 

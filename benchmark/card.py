@@ -13,40 +13,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from curation.taskdir import write_atomic
-
-FIELDS = {
-    "task_id": "`<framework>__<pr>__<kernel>`",
-    "framework, repo": "registry name and GitHub `owner/name`",
-    "pr_id, pr_number, pr_url": "the pull request (`!N` for Megatron-LM's internal merge requests)",
-    "title, body": "the PR's title and description",
-    "merged_at": "ISO date of the merge (decides the split)",
-    "base_commit, merge_commit, base_tag": "the PR's parent (the task's start), its commit, the "
-    "newest tag before the base",
-    "task_type, type_evidence": "optimization / new_op / feature / bug_fix and why",
-    "difficulty, difficulty_score": "level 1-5 and the score it was cut from",
-    "requirement, requirement_origin": "what the model reads; template / llm / curator",
-    "curation_status": "pending / approved (rejected tasks are not published)",
-    "kernels": "target kernels: file, name, change, kind, role, base and gold source, "
-    "signatures, constexpr parameters, launch wrappers",
-    "files_changed": "every file of the PR with status, line counts, is_test",
-    "context": "per file at the base commit: imports and the functions/classes shown to the "
-    "model (wrappers, their callers, related classes) with why each was chosen",
-    "gold_patch, test_patch": "the PR's non-test and test changes",
-    "tests": "the pytest command, test files, and the fail-to-pass / pass-to-pass test ids",
-    "env": "pinned Python / torch / triton / CUDA, base image, install recipe, image tag, where "
-    "each pin came from",
-    "reference": "the reference run: validity, GPU and versions, passed runs, median end-to-end "
-    "and kernel times of base and gold",
-    "dedup": "near-duplicate cluster, nearest task and similarity",
-}
+from benchmark.errors import BenchmarkError
+from benchmark.schema import card_fields
+from core.files import write_atomic
 
 
 def _template() -> str:
+    """The card template: the checkout's top-level file (the one people edit), else the copy
+    the wheel ships inside the package (setup.py puts it there)."""
     local = Path(__file__).resolve().parents[1] / "dataset_card.md"
     if local.exists():
         return local.read_text()
-    return resources.files("benchmark").joinpath("dataset_card.md").read_text()
+    shipped = resources.files("benchmark").joinpath("dataset_card.md")
+    if not shipped.is_file():
+        raise BenchmarkError("dataset_card.md is neither in the checkout nor in the package")
+    return shipped.read_text()
 
 
 def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
@@ -149,7 +130,7 @@ def render_card(
         built_at=latest["built_at"][:10],
         summary_line=f"{len(listed)} tasks from {len(frameworks)} framework(s).",
         stats_tables=stats,
-        fields_table="\n".join(f"| `{k}` | {v} |" for k, v in FIELDS.items()),
+        fields_table=card_fields(),
         splits_table="| split | tasks | released in |\n|---|---|---|\n" + split_rows,
         source_data=source,
         reference_section=reference,

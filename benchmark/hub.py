@@ -22,6 +22,7 @@ from huggingface_hub import HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from benchmark.errors import PublishError
+from core.files import LOCK_NAME
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ def push_to_hub(
             repo_type="dataset",
             revision=revision,
             commit_message=message,
+            ignore_patterns=[LOCK_NAME],  # the build's output lock is not part of the dataset
         )
     except (HfHubHTTPError, httpx2.HTTPError, OSError, RuntimeError, ValueError) as err:
         # The hub client raises HTTP and transport errors, and also RuntimeError / ValueError

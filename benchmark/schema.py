@@ -1,254 +1,243 @@
-"""The dataset's declared features and how one task directory becomes one row.
+"""The dataset's one field table: each column's name, Arrow type, how it is read from a task
+directory, and what it means. The `datasets.Features`, the row builder and the card's field list
+are all generated from `COLUMNS`; adding a column is one entry here plus the code that computes
+it.
 
-Reads: a task directory (task.json, gold.patch, test.patch, env.json and reference.json when
+Reads: a task directory (task.json, requirement.md, the patches, env.json and reference.json when
 present). Writes nothing. Nested data are lists and structs, not JSON strings; a map keyed by
-file (the context) becomes a list of structs with a `file` field, since Arrow has no
-free-form struct keys.
+file (the context) becomes a list of structs with a `file` field, since Arrow has no free-form
+struct keys.
+
+Types are written small: "string", "int32", "float64", "bool"; `[t]` is a list of `t`;
+`{"name": t, ...}` is a struct. A struct column read from a record (`project`) takes each
+sub-field from the record attribute of the same name.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from functools import cached_property
 from typing import Any
 
-from curation.taskdir import TaskDir
+from curation.model import Task
+from curation.taskdir import TaskDir, TaskFile
+from envbuild.model import EnvSpec
+from eval.model import Reference
 
 SCHEMA_VERSION = 1
+
+S, I, F, B = "string", "int32", "float64", "bool"  # noqa: E741
+DType = str | list[Any] | dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TaskSource:
+    """What one row is computed from: a task directory and the records in it."""
+
+    tdir: TaskDir
+
+    @cached_property
+    def task(self) -> Task:
+        return self.tdir.load_task()
+
+    @cached_property
+    def env(self) -> EnvSpec | None:
+        return self.tdir.load(TaskFile.ENV, EnvSpec)
+
+    @cached_property
+    def reference(self) -> Reference | None:
+        return self.tdir.load(TaskFile.REFERENCE, Reference)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: DType
+    read: Callable[[TaskSource], Any]
+    doc: str  # the card's description
+
+
+def project(value: Any, dtype: DType) -> Any:
+    """A record (or tuple of records) as the plain value of `dtype`: struct sub-fields are the
+    record's attributes of the same name; tuples become lists, enums their values."""
+    if value is None:
+        return None
+    if isinstance(dtype, dict):
+        get = value.get if isinstance(value, Mapping) else lambda k: getattr(value, k)
+        return {k: project(get(k), t) for k, t in dtype.items()}
+    if isinstance(dtype, list):
+        return [project(v, dtype[0]) for v in value]
+    return value.value if isinstance(value, Enum) else value
+
+
+def _task(attr: str, dtype: DType = S) -> Callable[[TaskSource], Any]:
+    return lambda src: project(getattr(src.task, attr), dtype)
+
+
+KERNEL: dict[str, Any] = {
+    "file": S, "name": S, "change": S, "kind": S, "role": S, "old_file": S,
+    "before_src": S, "after_src": S, "signature_before": S, "signature_after": S,
+    "constexpr_params": [S], "wrappers": [S],
+}  # fmt: skip
+FILE_STAT = {"path": S, "status": S, "additions": I, "deletions": I, "is_test": B}
+CONTEXT_ITEM = {"name": S, "kind": S, "signature": S, "source": S, "why": S}
+TESTS = {
+    "command": S, "changed_in_pr": [S], "selected_existing": [S],
+    "fail_to_pass": [S], "pass_to_pass": [S],
+}  # fmt: skip
+ENV = {
+    "python": S, "torch": S, "triton": S, "cuda": S, "base_image": S, "recipe": S,
+    "image_tag": S, "pin_sources": S,
+}  # fmt: skip
+REFERENCE = {
+    "measured": B, "valid": B, "note": S, "gpu": S, "torch": S, "triton": S,
+    "base_passed_runs": I, "gold_passed_runs": I, "runs": I, "base_e2e_s": F, "gold_e2e_s": F,
+    "base_kernel_ms": F, "gold_kernel_ms": F, "base_isolated_ms": F, "gold_isolated_ms": F,
+}  # fmt: skip
+
+
+def _context(src: TaskSource) -> list[dict[str, Any]]:
+    return [
+        {
+            "file": path,
+            "imports": list(ctx.imports),
+            "items": project((*ctx.classes, *ctx.functions), [CONTEXT_ITEM]),
+        }
+        for path, ctx in sorted(src.task.context.items())
+    ]
+
+
+def _tests(src: TaskSource) -> dict[str, Any]:
+    row = project(src.task.tests, TESTS)
+    if src.reference is not None:  # the reference run decides the outcome lists
+        row["fail_to_pass"] = list(src.reference.fail_to_pass)
+        row["pass_to_pass"] = list(src.reference.pass_to_pass)
+    return row
+
+
+def _env(src: TaskSource) -> dict[str, Any] | None:
+    env = src.env
+    if env is None:
+        return None
+    pins = {"python": env.python, "torch": env.torch, "triton": env.triton, "cuda": env.cuda}
+    base_image = next((p.value for p in env.extra_pins if p.name == "base_image"), None)
+    return {
+        **{name: pin.value for name, pin in pins.items()},
+        "base_image": base_image,
+        "recipe": env.recipe,
+        "image_tag": env.image_tag,
+        "pin_sources": ", ".join(f"{n}: {p.source} ({p.where})" for n, p in pins.items()),
+    }
+
+
+def _reference(src: TaskSource) -> dict[str, Any]:
+    ref = src.reference
+    if ref is None:
+        return {
+            **dict.fromkeys(REFERENCE),
+            "measured": False,
+            "valid": False,
+            "note": "no reference run yet",
+        }
+    base, gold, env = ref.base, ref.gold, ref.environment
+    return {
+        "measured": True,
+        "valid": ref.valid,
+        "note": ref.validity_note,
+        "gpu": env.gpu,
+        "torch": env.torch,
+        "triton": env.triton,
+        "base_passed_runs": base.passed_runs,
+        "gold_passed_runs": gold.passed_runs,
+        "runs": gold.runs,
+        "base_e2e_s": base.e2e_s,
+        "gold_e2e_s": gold.e2e_s,
+        "base_kernel_ms": base.kernel_ms,
+        "gold_kernel_ms": gold.kernel_ms,
+        "base_isolated_ms": base.isolated_ms,
+        "gold_isolated_ms": gold.isolated_ms,
+    }
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("task_id", S, _task("task_id"), "`<framework>__<pr>__<kernel>`"),
+    Column("framework", S, _task("framework"), "registry name of the framework"),
+    Column("repo", S, _task("repo"), "GitHub `owner/name`"),
+    Column("pr_id", S, _task("pr_id"),
+           "the pull request id (`#N`; `!N` for Megatron-LM's internal merge requests)"),
+    Column("pr_number", I, _task("pr_number", I), "the pull request's number"),
+    Column("pr_url", S, _task("pr_url"), "the pull request's page, where there is one"),
+    Column("title", S, _task("title"), "the PR's title"),
+    Column("body", S, _task("body"), "the PR's description"),
+    Column("merged_at", S, _task("merged_at"), "ISO date of the merge (decides the split)"),
+    Column("base_commit", S, _task("base_commit"), "the PR's parent: the task's start"),
+    Column("merge_commit", S, _task("merge_commit"), "the PR's commit"),
+    Column("base_tag", S, _task("base_tag"), "the newest tag before the base commit"),
+    Column("task_type", S, lambda s: s.task.task_type.type.value,
+           "optimization / new_op / feature / bug_fix"),
+    Column("type_evidence", [S], lambda s: list(s.task.task_type.evidence),
+           "why the type was chosen"),
+    Column("difficulty", I, lambda s: s.task.difficulty.level, "level 1-5"),
+    Column("difficulty_score", F, lambda s: s.task.difficulty.score,
+           "the score the level was cut from"),
+    Column("labels", [S], _task("labels", [S]), "the PR's labels"),
+    Column("requirement", S, lambda s: s.tdir.read_requirement() or s.task.requirement,
+           "what the model reads"),
+    Column("requirement_origin", S, _task("requirement_origin"), "template / llm / curator"),
+    Column("curation_status", S, _task("curation_status"),
+           "pending / approved (rejected tasks are not published)"),
+    Column("kernels", [KERNEL], _task("kernels", [KERNEL]),
+           "target kernels: file, name, change, kind, role, base and gold source, signatures, "
+           "constexpr parameters, launch wrappers"),
+    Column("files_changed", [FILE_STAT], _task("files_changed", [FILE_STAT]),
+           "every file of the PR with status, line counts, is_test"),
+    Column("context", [{"file": S, "imports": [S], "items": [CONTEXT_ITEM]}], _context,
+           "per file at the base commit: imports and the functions/classes shown to the model "
+           "(wrappers, their callers, related classes) with why each was chosen"),
+    Column("gold_patch", S, lambda s: s.tdir.read_text(TaskFile.GOLD_PATCH),
+           "the PR's non-test changes"),
+    Column("test_patch", S, lambda s: s.tdir.read_text(TaskFile.TEST_PATCH),
+           "the PR's test changes"),
+    Column("tests", TESTS, _tests,
+           "the pytest command, test files, and the fail-to-pass / pass-to-pass test ids"),
+    Column("env", ENV, _env,
+           "pinned Python / torch / triton / CUDA, base image, install recipe, image tag, where "
+           "each pin came from"),
+    Column("reference", REFERENCE, _reference,
+           "the reference run: validity, GPU and versions, passed runs, median end-to-end and "
+           "kernel times of base and gold"),
+    Column("dedup", {"cluster": S, "nearest": S, "similarity": F},
+           _task("dedup", {"cluster": S, "nearest": S, "similarity": F}),
+           "near-duplicate cluster, nearest task and similarity"),
+    Column("schema_version", I, lambda s: SCHEMA_VERSION, "version of this row layout"),
+)  # fmt: skip
+
+
+def _feature(dtype: DType) -> Any:
+    from datasets import List, Value
+
+    if isinstance(dtype, str):
+        return Value(dtype)
+    if isinstance(dtype, list):
+        return List(_feature(dtype[0]))
+    return {k: _feature(t) for k, t in dtype.items()}
 
 
 def features() -> Any:
     """The `datasets.Features` of a row (imported lazily: `datasets` is heavy)."""
-    from datasets import Features, List, Value
+    from datasets import Features
 
-    s, i, f, b = Value("string"), Value("int32"), Value("float64"), Value("bool")
-    strings = List(s)
-    return Features(
-        {
-            "task_id": s,
-            "framework": s,
-            "repo": s,
-            "pr_id": s,
-            "pr_number": i,
-            "pr_url": s,
-            "title": s,
-            "body": s,
-            "merged_at": s,
-            "base_commit": s,
-            "merge_commit": s,
-            "base_tag": s,
-            "task_type": s,
-            "type_evidence": strings,
-            "difficulty": i,
-            "difficulty_score": f,
-            "labels": strings,
-            "requirement": s,
-            "requirement_origin": s,
-            "curation_status": s,
-            "kernels": List(
-                {
-                    "file": s,
-                    "name": s,
-                    "change": s,
-                    "kind": s,
-                    "role": s,
-                    "old_file": s,
-                    "before_src": s,
-                    "after_src": s,
-                    "signature_before": s,
-                    "signature_after": s,
-                    "constexpr_params": strings,
-                    "wrappers": strings,
-                }
-            ),
-            "files_changed": List(
-                {"path": s, "status": s, "additions": i, "deletions": i, "is_test": b}
-            ),
-            "context": List(
-                {
-                    "file": s,
-                    "imports": strings,
-                    "items": List({"name": s, "kind": s, "signature": s, "source": s, "why": s}),
-                }
-            ),
-            "gold_patch": s,
-            "test_patch": s,
-            "tests": {
-                "command": s,
-                "changed_in_pr": strings,
-                "selected_existing": strings,
-                "fail_to_pass": strings,
-                "pass_to_pass": strings,
-            },
-            "env": {
-                "python": s,
-                "torch": s,
-                "triton": s,
-                "cuda": s,
-                "base_image": s,
-                "recipe": s,
-                "image_tag": s,
-                "pin_sources": s,
-            },
-            "reference": {
-                "measured": b,
-                "valid": b,
-                "note": s,
-                "gpu": s,
-                "torch": s,
-                "triton": s,
-                "base_passed_runs": i,
-                "gold_passed_runs": i,
-                "runs": i,
-                "base_e2e_s": f,
-                "gold_e2e_s": f,
-                "base_kernel_ms": f,
-                "gold_kernel_ms": f,
-                "base_isolated_ms": f,
-                "gold_isolated_ms": f,
-            },
-            "dedup": {"cluster": s, "nearest": s, "similarity": f},
-            "schema_version": i,
-        }
-    )
+    return Features({c.name: _feature(c.dtype) for c in COLUMNS})
 
 
 def row(tdir: TaskDir) -> dict[str, Any]:
     """One dataset row from a task directory."""
-    task = tdir.load_task()
-    env = _json(tdir.root / "env.json")
-    ref = _json(tdir.root / "reference.json")
-    tests = task.tests
-    f2p, p2p = tests.fail_to_pass, tests.pass_to_pass
-    if ref:
-        f2p, p2p = tuple(ref["fail_to_pass"]), tuple(ref["pass_to_pass"])
-    return {
-        "task_id": task.task_id,
-        "framework": task.framework,
-        "repo": task.repo,
-        "pr_id": task.pr_id,
-        "pr_number": task.pr_number,
-        "pr_url": task.pr_url,
-        "title": task.title,
-        "body": task.body,
-        "merged_at": task.merged_at,
-        "base_commit": task.base_commit,
-        "merge_commit": task.merge_commit,
-        "base_tag": task.base_tag,
-        "task_type": str(task.task_type.type),
-        "type_evidence": list(task.task_type.evidence),
-        "difficulty": task.difficulty.level,
-        "difficulty_score": task.difficulty.score,
-        "labels": list(task.labels),
-        "requirement": tdir.read_requirement() or task.requirement,
-        "requirement_origin": task.requirement_origin,
-        "curation_status": str(task.curation_status),
-        "kernels": [
-            {
-                "file": k.file,
-                "name": k.name,
-                "change": k.change,
-                "kind": k.kind,
-                "role": k.role,
-                "old_file": k.old_file,
-                "before_src": k.before_src,
-                "after_src": k.after_src,
-                "signature_before": k.signature_before,
-                "signature_after": k.signature_after,
-                "constexpr_params": list(k.constexpr_params),
-                "wrappers": list(k.wrappers),
-            }
-            for k in task.kernels
-        ],
-        "files_changed": [
-            {
-                "path": f.path,
-                "status": f.status,
-                "additions": f.additions,
-                "deletions": f.deletions,
-                "is_test": f.is_test,
-            }
-            for f in task.files_changed
-        ],
-        "context": [
-            {
-                "file": path,
-                "imports": list(ctx.imports),
-                "items": [
-                    {
-                        "name": i.name,
-                        "kind": i.kind,
-                        "signature": i.signature,
-                        "source": i.source,
-                        "why": i.why,
-                    }
-                    for i in (*ctx.classes, *ctx.functions)
-                ],
-            }
-            for path, ctx in sorted(task.context.items())
-        ],
-        "gold_patch": tdir.gold_patch_path.read_text(errors="replace"),
-        "test_patch": tdir.test_patch_path.read_text(errors="replace"),
-        "tests": {
-            "command": tests.command,
-            "changed_in_pr": list(tests.changed_in_pr),
-            "selected_existing": list(tests.selected_existing),
-            "fail_to_pass": list(f2p),
-            "pass_to_pass": list(p2p),
-        },
-        "env": _env(env),
-        "reference": _reference(ref),
-        "dedup": (
-            {
-                "cluster": task.dedup.cluster,
-                "nearest": task.dedup.nearest,
-                "similarity": task.dedup.similarity,
-            }
-            if task.dedup
-            else None
-        ),
-        "schema_version": SCHEMA_VERSION,
-    }
+    src = TaskSource(tdir)
+    return {c.name: c.read(src) for c in COLUMNS}
 
 
-def _json(path: Any) -> dict[str, Any] | None:
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def _env(env: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not env:
-        return None
-    pins = {p: env[p] for p in ("python", "torch", "triton", "cuda")}
-    base_image = next(
-        (p["value"] for p in env.get("extra_pins", []) if p["name"] == "base_image"), None
-    )
-    return {
-        **{name: pin["value"] for name, pin in pins.items()},
-        "base_image": base_image,
-        "recipe": env.get("recipe"),
-        "image_tag": env.get("image_tag"),
-        "pin_sources": ", ".join(f"{n}: {p['source']} ({p['where']})" for n, p in pins.items()),
-    }
-
-
-def _reference(ref: dict[str, Any] | None) -> dict[str, Any]:
-    if not ref:
-        empty: dict[str, Any] = dict.fromkeys(features()["reference"].keys())
-        return {**empty, "measured": False, "valid": False, "note": "no reference run yet"}
-    base, gold, env = ref["base"], ref["gold"], ref["environment"]
-    return {
-        "measured": True,
-        "valid": ref["valid"],
-        "note": ref["validity_note"],
-        "gpu": env["gpu"],
-        "torch": env["torch"],
-        "triton": env["triton"],
-        "base_passed_runs": base["passed_runs"],
-        "gold_passed_runs": gold["passed_runs"],
-        "runs": gold["runs"],
-        "base_e2e_s": base["e2e_s"],
-        "gold_e2e_s": gold["e2e_s"],
-        "base_kernel_ms": base["kernel_ms"],
-        "gold_kernel_ms": gold["kernel_ms"],
-        "base_isolated_ms": base["isolated_ms"],
-        "gold_isolated_ms": gold["isolated_ms"],
-    }
+def card_fields() -> str:
+    """The card's field table rows: one per column."""
+    return "\n".join(f"| `{c.name}` | {c.doc} |" for c in COLUMNS)

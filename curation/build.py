@@ -18,7 +18,7 @@ from curation.difficulty import grade
 from curation.filters import changed_kernel_lines, substantive_changes
 from curation.model import FileStat, TargetKernel, Task
 from curation.requirement import LlmDrafter, write_requirement
-from curation.taskdir import TaskDir
+from curation.taskdir import AFTER_DIR, BEFORE_DIR, TaskDir, TaskFile
 from curation.testsel import TestSelector
 from mining.git import GitRepo
 from mining.model import Candidate, KernelChange, KernelRole
@@ -133,17 +133,17 @@ class TaskBuilder:
         paths = sorted(
             {k.old_file or k.file for k in task.kernels} | {k.file for k in task.kernels}
         )
-        for side, commit in (("before", cand.parent), ("after", cand.commit)):
+        for side, commit in ((BEFORE_DIR, cand.parent), (AFTER_DIR, cand.commit)):
             for path, data in self.repo.read_files(commit, paths).items():
-                tdir.write_file(f"{side}/{path}", data)
+                tdir.write_source(side, path, data)
         test_paths = [f.path for f in cand.files if is_test_path(f.path)]
         other = [f.path for f in cand.files if not is_test_path(f.path)]
         for old in (f.old_path for f in cand.files if f.old_path):
             (test_paths if is_test_path(old) else other).append(old)
         gold = self.repo.diff(cand.parent, cand.commit, other) if other else ""
         test = self.repo.diff(cand.parent, cand.commit, test_paths) if test_paths else ""
-        tdir.write_file("gold.patch", gold)
-        tdir.write_file("test.patch", test)
+        tdir.write(TaskFile.GOLD_PATCH, gold)
+        tdir.write(TaskFile.TEST_PATCH, test)
 
     def _with_requirement(self, task: Task, tdir: TaskDir) -> Task:
         rec = tdir.load_curation()

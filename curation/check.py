@@ -8,13 +8,13 @@ leaks the gold kernel); warnings flag what a curator should look at (no tests se
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curation.model import TASK_SCHEMA_VERSION, Task
-from curation.taskdir import TaskDir, task_dirs
+from core.errors import RecordError
+from curation.model import TASK_SCHEMA_VERSION
+from curation.taskdir import AFTER_DIR, BEFORE_DIR, TaskDir, TaskFile, task_dirs
 
 
 @dataclass
@@ -29,13 +29,12 @@ def check_task(tdir: TaskDir) -> CheckResult:
 
     res = CheckResult(tdir.id)
     try:
-        raw = json.loads(tdir.task_path.read_text())
-        task = Task.from_dict(raw)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        res.errors.append(f"task.json unreadable: {exc!r}")
+        task = tdir.load_task()
+    except (OSError, RecordError) as exc:
+        res.errors.append(f"task.json unreadable: {exc}")
         return res
-    if raw.get("schema_version") != TASK_SCHEMA_VERSION:
-        res.errors.append(f"schema_version {raw.get('schema_version')} != {TASK_SCHEMA_VERSION}")
+    if task.schema_version != TASK_SCHEMA_VERSION:
+        res.errors.append(f"schema_version {task.schema_version} != {TASK_SCHEMA_VERSION}")
     if task.task_id != tdir.id:
         res.errors.append(f"task_id {task.task_id!r} differs from the directory name")
     if not task.kernels:
@@ -45,29 +44,29 @@ def check_task(tdir: TaskDir) -> CheckResult:
     for k in task.kernels:
         if k.after_src is None:
             res.errors.append(f"kernel {k.name}: no gold source")
-        if not (tdir.after_dir / k.file).is_file():
-            res.errors.append(f"after/{k.file} missing")
-        if k.before_src is not None and not (tdir.before_dir / (k.old_file or k.file)).is_file():
-            res.errors.append(f"before/{k.old_file or k.file} missing")
-    if not tdir.gold_patch_path.is_file() or not tdir.gold_patch_path.read_text().strip():
+        if not tdir.source_path(AFTER_DIR, k.file).is_file():
+            res.errors.append(f"{AFTER_DIR}/{k.file} missing")
+        before = k.old_file or k.file
+        if k.before_src is not None and not tdir.source_path(BEFORE_DIR, before).is_file():
+            res.errors.append(f"{BEFORE_DIR}/{before} missing")
+    gold = tdir.read_text(TaskFile.GOLD_PATCH)
+    if not gold.strip():
         res.errors.append("gold.patch missing or empty")
     else:
-        gold = tdir.gold_patch_path.read_text()
         for k in task.kernels:
             if f"b/{k.file}" not in gold:
                 res.errors.append(f"gold.patch does not touch {k.file}")
-    if not tdir.test_patch_path.is_file():
+    if not tdir.has(TaskFile.TEST_PATCH):
         res.errors.append("test.patch missing")
     requirement = tdir.read_requirement()
     if not requirement.strip():
         res.errors.append("requirement.md missing or empty")
     elif leaks_gold(requirement, task):
         res.errors.append("requirement.md contains lines of the gold kernel")
-    if tdir.curation_path.exists():
-        try:
-            tdir.load_curation()
-        except (ValueError, KeyError, TypeError) as exc:
-            res.errors.append(f"curation.json unreadable: {exc!r}")
+    try:
+        tdir.load_curation()
+    except (OSError, RecordError) as exc:
+        res.errors.append(f"curation.json unreadable: {exc}")
     if not task.tests.command:
         res.warnings.append("no tests selected")
     return res

@@ -9,19 +9,21 @@ A curator's edits and decisions (curation.json) are never overwritten.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tomllib
 from collections import Counter
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from core.errors import CoreError
+from core.files import output_lock, write_json, write_jsonl
+from core.records import from_args
 from curation.errors import CurationError
 from curation.filters import FilterConfig, judge_all
 from curation.model import Task
-from curation.taskdir import TaskDir, task_dirs, write_atomic
+from curation.taskdir import TaskDir, task_dirs
 from mining.model import Candidate
 
 log = logging.getLogger("curation.curate")
@@ -122,7 +124,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CurateSettings:
+    """What to curate and how: the command line's options, with its defaults."""
+
+    work: Path = Path("work")
+    out: Path = Path("tasks")
+    framework: list[str] = field(default_factory=list)
+    repo_path: list[str] = field(default_factory=list)  # NAME=PATH
+    config: Path | None = None
+    llm_endpoint: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    codebert_model: str | None = None
+    dedup_threshold: float = 0.8
+    only_new: bool = False
+    quiet: bool = False
+
+
+def run(args: CurateSettings) -> dict[str, Any]:
+    """Curate every candidate under `args.work` into task directories under `args.out`; the
+    summary (also curation_summary.json). The library entry of the curation stage."""
+    with output_lock(args.out):
+        return _run_locked(args)
+
+
+def _run_locked(args: CurateSettings) -> dict[str, Any]:
     from rich.progress import Progress
 
     from curation.build import TaskBuilder, substantive_changes, task_id
@@ -173,14 +199,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tasks = _dedup(tasks, args.dedup_threshold, args.codebert_model)
     for task in tasks:
         TaskDir(args.out / task.task_id).write_task(task)
-    write_atomic(
-        args.out / "rejected.jsonl",
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rejected),
-    )
+    write_jsonl(args.out / "rejected.jsonl", rejected)
     current = {t.task_id for t in tasks}
     stale = [d.id for d in task_dirs(args.out) if d.id not in current]
     summary = _summary(tasks, rejected, failures, stale)
-    write_atomic(args.out / "curation_summary.json", json.dumps(summary, indent=1))
+    write_json(args.out / "curation_summary.json", summary)
     return summary
 
 
@@ -269,8 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = build_parser().parse_args(argv)
     try:
-        summary = run(args)
-    except CurationError as exc:
+        summary = run(from_args(CurateSettings, args))
+    except (CurationError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print_summary(summary)

@@ -1,13 +1,13 @@
 """Value objects of the curation stage: the task record (`task.json`) and its parts.
 
-`Task.to_dict()` is exactly what `task.json` holds (schema version `TASK_SCHEMA_VERSION`);
-`Task.from_dict()` reads it back. The curator's own decisions live in `curation.json`
+`task.json` is `to_json(Task)` (schema version `TASK_SCHEMA_VERSION`), read back with
+`from_json(Task, ...)` (`core.records`). The curator's own decisions live in `curation.json`
 (`CuratorRecord`), a file the curate command never writes.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -60,15 +60,6 @@ class TargetKernel:
     span_before: tuple[int, int] | None  # 1-based inclusive lines at the base commit
     span_after: tuple[int, int] | None  # at the gold commit
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TargetKernel:
-        d = dict(d)
-        d["constexpr_params"] = tuple(d["constexpr_params"])
-        d["wrappers"] = tuple(d["wrappers"])
-        for key in ("span_before", "span_after"):
-            d[key] = tuple(d[key]) if d[key] else None
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class ContextItem:
@@ -82,24 +73,12 @@ class ContextItem:
     start_line: int
     end_line: int
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ContextItem:
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class FileContext:
     functions: tuple[ContextItem, ...] = ()
     classes: tuple[ContextItem, ...] = ()
     imports: tuple[str, ...] = ()
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FileContext:
-        return cls(
-            functions=tuple(ContextItem.from_dict(x) for x in d.get("functions", ())),
-            classes=tuple(ContextItem.from_dict(x) for x in d.get("classes", ())),
-            imports=tuple(d.get("imports", ())),
-        )
 
 
 @dataclass(frozen=True)
@@ -116,16 +95,6 @@ class TestSelection:
     def files(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*self.changed_in_pr, *self.selected_existing)))
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TestSelection:
-        return cls(
-            command=d["command"],
-            changed_in_pr=tuple(d["changed_in_pr"]),
-            selected_existing=tuple(d["selected_existing"]),
-            fail_to_pass=tuple(d.get("fail_to_pass", ())),
-            pass_to_pass=tuple(d.get("pass_to_pass", ())),
-        )
-
 
 @dataclass(frozen=True)
 class DedupInfo:
@@ -134,10 +103,6 @@ class DedupInfo:
     similarity: float  # 0..1, by `method`
     method: str  # minhash | codebertscore
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> DedupInfo:
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class Difficulty:
@@ -145,19 +110,11 @@ class Difficulty:
     score: float
     features: dict[str, float]
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Difficulty:
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class TypeDecision:
     type: TaskType
     evidence: tuple[str, ...]
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TypeDecision:
-        return cls(type=TaskType(d["type"]), evidence=tuple(d["evidence"]))
 
 
 @dataclass(frozen=True)
@@ -167,10 +124,6 @@ class FileStat:
     additions: int | None
     deletions: int | None
     is_test: bool
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FileStat:
-        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -201,30 +154,6 @@ class Task:
     labels: tuple[str, ...] = ()
     schema_version: int = TASK_SCHEMA_VERSION
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["task_type"] = {
-            "type": str(self.task_type.type),
-            "evidence": list(self.task_type.evidence),
-        }
-        d["curation_status"] = str(self.curation_status)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Task:
-        known = {f.name for f in fields(cls)}
-        d = {k: v for k, v in d.items() if k in known}
-        d["task_type"] = TypeDecision.from_dict(d["task_type"])
-        d["difficulty"] = Difficulty.from_dict(d["difficulty"])
-        d["kernels"] = tuple(TargetKernel.from_dict(k) for k in d["kernels"])
-        d["files_changed"] = tuple(FileStat.from_dict(f) for f in d["files_changed"])
-        d["context"] = {p: FileContext.from_dict(c) for p, c in d["context"].items()}
-        d["tests"] = TestSelection.from_dict(d["tests"])
-        d["curation_status"] = CurationStatus(d.get("curation_status", "pending"))
-        d["dedup"] = DedupInfo.from_dict(d["dedup"]) if d.get("dedup") else None
-        d["labels"] = tuple(d.get("labels", ()))
-        return cls(**d)
-
 
 @dataclass
 class CuratorRecord:
@@ -236,14 +165,3 @@ class CuratorRecord:
     curator: str | None = None
     updated_at: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["status"] = str(self.status)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CuratorRecord:
-        d = dict(d)
-        d["status"] = CurationStatus(d.get("status", "pending"))
-        return cls(**d)

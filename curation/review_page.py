@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from curation.model import CurationStatus, FileContext, TargetKernel, Task
-from curation.taskdir import TaskDir, task_dirs
+from curation.taskdir import TaskDir, TaskFile, task_dirs
 
 logger = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def _items(values: tuple[str, ...], empty: str = "none") -> str:
 
 def _status_of(td: TaskDir, task: Task) -> str:
     # curation.json is the curator's own record; task.json only mirrors it.
-    return str(td.load_curation().status if td.curation_path.exists() else task.curation_status)
+    return str(td.load_curation().status if td.has(TaskFile.CURATION) else task.curation_status)
 
 
 def render_index(root: Path, nonce: str) -> str:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tempfile
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import CoreError
+from core.files import output_lock, write_json
+from core.records import from_args
 from envbuild.errors import EnvBuildError
 
 log = logging.getLogger("envbuild")
@@ -45,7 +48,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _repo_paths(args: argparse.Namespace) -> dict[str, Path]:
+@dataclass(frozen=True)
+class EnvSettings:
+    """Which task directories to plan (and build): the command line's options and defaults."""
+
+    tasks: Path = Path("tasks")
+    work: Path = Path("work")
+    repo_path: list[str] = field(default_factory=list)  # NAME=PATH
+    task: list[str] = field(default_factory=list)  # only these task ids
+    no_lint: bool = False
+    build: bool = False
+    docker_host: str | None = None
+    network: str = "none"
+    context_dir: Path | None = None
+
+
+def _repo_paths(args: EnvSettings) -> dict[str, Path]:
     from mining.store import repo_paths
 
     try:
@@ -54,10 +72,17 @@ def _repo_paths(args: argparse.Namespace) -> dict[str, Path]:
         raise EnvBuildError(str(exc)) from None
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: EnvSettings) -> dict[str, Any]:
+    """Plan (and with `build`, build) the environments of the selected tasks; the summary (also
+    env_summary.json). The library entry of the envbuild stage; raises `EnvBuildError`."""
+    with output_lock(args.tasks):
+        return _run_locked(args)
+
+
+def _run_locked(args: EnvSettings) -> dict[str, Any]:
     from rich.progress import Progress
 
-    from curation.taskdir import task_dirs
+    from curation.taskdir import TaskFile, task_dirs
     from envbuild.lint import lint
     from envbuild.plan import pin_sources, plan_task, write_plan
     from envbuild.releases import ReleaseTable
@@ -105,19 +130,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "lint": findings,
             }
             if builder is not None:
-                row["build"] = _build(builder, plan, repo, args, tdir.root)
+                row["build"] = _build(builder, plan, repo, args, tdir.path(TaskFile.BUILD_LOG))
             rows.append(row)
     summary = _summary(rows)
-    (args.tasks / "env_summary.json").write_text(json.dumps({**summary, "tasks": rows}, indent=1))
+    write_json(args.tasks / "env_summary.json", {**summary, "tasks": rows})
     return summary
 
 
-def _build(builder: Any, plan: Any, repo: Any, args: argparse.Namespace, task_root: Path) -> Any:
+def _build(builder: Any, plan: Any, repo: Any, args: EnvSettings, log_path: Path) -> Any:
     from envbuild.plan import materialize
 
     with tempfile.TemporaryDirectory(dir=args.context_dir) as tmp:
         dirs = materialize(plan, repo, Path(tmp))
-        results = builder.build(plan.spec, dirs, task_root / "build.log", network_mode=args.network)
+        results = builder.build(plan.spec, dirs, log_path, network_mode=args.network)
     return [{"kind": str(r.kind), "tag": r.tag, "reused": r.reused} for r in results]
 
 
@@ -162,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
-        summary = run(args)
-    except EnvBuildError as exc:
+        summary = run(from_args(EnvSettings, args))
+    except (EnvBuildError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print_summary(summary)

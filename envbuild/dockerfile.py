@@ -28,6 +28,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from curation.taskdir import TaskDir, TaskFile
 from envbuild.errors import EnvBuildError
 from envbuild.model import EnvSpec, Layer, LayerKind, Pin
 from envbuild.recipes import PLACEHOLDERS, SRC_DIR, Recipe
@@ -394,13 +395,13 @@ def render_task(
 
 
 LAYER_FILES = {
-    LayerKind.TASK: "Dockerfile",
-    LayerKind.BASE: "docker/base.Dockerfile",
-    LayerKind.ENV: "docker/env.Dockerfile",
+    LayerKind.TASK: TaskFile.DOCKERFILE,
+    LayerKind.BASE: TaskFile.BASE_DOCKERFILE,
+    LayerKind.ENV: TaskFile.ENV_DOCKERFILE,
 }
 
 
-def write_layers(spec: EnvSpec, task_dir: Path) -> None:
+def write_layers(spec: EnvSpec, tdir: TaskDir) -> None:
     """Write the task layer as `Dockerfile` and the others as `docker/<kind>.Dockerfile`."""
     by_kind = {layer.kind: layer for layer in spec.layers}
     missing = [k.value for k in LAYER_FILES if k not in by_kind]
@@ -408,10 +409,8 @@ def write_layers(spec: EnvSpec, task_dir: Path) -> None:
         raise EnvBuildError(
             f"env spec lacks the {', '.join(missing)} layer(s)", task_id=spec.task_id
         )
-    for kind, rel in LAYER_FILES.items():
-        path = task_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(by_kind[kind].dockerfile, encoding="utf-8")
+    for kind, name in LAYER_FILES.items():
+        tdir.write(name, by_kind[kind].dockerfile)
 
 
 def parse_dockerfile(text: str) -> list[tuple[str, str]]:

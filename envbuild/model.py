@@ -1,13 +1,14 @@
 """Value objects of the environment builder: pins with their provenance, layers, the env spec.
 
-`EnvSpec.to_dict()` is what `env.json` in a task directory holds.
+`env.json` in a task directory is `to_json(EnvSpec)` (`core.records`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+
+from core.records import derived, set_derived
 
 ENV_SCHEMA_VERSION = 1
 
@@ -28,12 +29,6 @@ class Pin:
     where: str  # "requirements/cuda.txt:7", "newest torch release before 2025-05-02: ..."
     spec: str = ""  # the requirement as written, e.g. "torch==2.7.1" or "torch>=2.6"
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Pin:
-        d = dict(d)
-        d["source"] = PinSource(d["source"])
-        return cls(**d)
-
 
 class LayerKind(StrEnum):
     BASE = "base"  # CUDA + Python
@@ -48,13 +43,6 @@ class Layer:
     parent: str | None  # the tag this layer builds FROM (None for a registry base image)
     dockerfile: str
     context_files: tuple[str, ...] = ()  # files the build context must hold, relative paths
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Layer:
-        d = dict(d)
-        d["kind"] = LayerKind(d["kind"])
-        d["context_files"] = tuple(d.get("context_files", ()))
-        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -71,29 +59,7 @@ class EnvSpec:
     extra_pins: tuple[Pin, ...]  # other requirements the recipe installs
     layers: tuple[Layer, ...]  # base, env, task in build order
     schema_version: int = ENV_SCHEMA_VERSION
+    image_tag: str = derived()  # the task layer's tag: the image to run the task in
 
-    @property
-    def image_tag(self) -> str:
-        return self.layers[-1].tag
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["image_tag"] = self.image_tag
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> EnvSpec:
-        return cls(
-            task_id=d["task_id"],
-            framework=d["framework"],
-            recipe=d["recipe"],
-            base_commit=d["base_commit"],
-            commit_date=d["commit_date"],
-            python=Pin.from_dict(d["python"]),
-            torch=Pin.from_dict(d["torch"]),
-            triton=Pin.from_dict(d["triton"]),
-            cuda=Pin.from_dict(d["cuda"]),
-            extra_pins=tuple(Pin.from_dict(p) for p in d["extra_pins"]),
-            layers=tuple(Layer.from_dict(x) for x in d["layers"]),
-            schema_version=d.get("schema_version", ENV_SCHEMA_VERSION),
-        )
+    def __post_init__(self) -> None:
+        set_derived(self, "image_tag", self.layers[-1].tag)

@@ -13,7 +13,6 @@ content hash of every file in it) and the PR's test files.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from curation.model import Task
-from curation.taskdir import TaskDir, write_atomic
+from curation.taskdir import TaskDir, TaskFile
 from envbuild.dockerfile import (
     digest_files,
     placeholder_values,
@@ -108,8 +107,8 @@ def _torch_nightly(torch: str, when: datetime) -> str:
 
 def write_plan(plan: Plan, tdir: TaskDir) -> None:
     """env.json and the three Dockerfiles into the task directory."""
-    write_atomic(tdir.root / "env.json", json.dumps(plan.spec.to_dict(), indent=1))
-    write_layers(plan.spec, tdir.root)
+    tdir.store(TaskFile.ENV, plan.spec)
+    write_layers(plan.spec, tdir)
 
 
 def materialize(plan: Plan, repo: GitRepo, dest: Path) -> dict[LayerKind, Path]:

@@ -1,6 +1,6 @@
 """How each framework is installed at a commit: the install recipes, chosen per task.
 
-Reads: the `[<framework>.install]` tables of `mining/frameworks.toml` (the framework registry).
+Reads: the framework's registry entry (`core.frameworks`): its recipe and requirement files.
 Writes nothing. A recipe is plain data: the shell steps of the environment layer (pinned
 dependencies) and of the task layer (the framework's source at the base commit), the
 environment variables the tests need, and when the recipe applies.
@@ -19,11 +19,9 @@ Recipes:
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
+from dataclasses import dataclass, field, replace
 
+from core.frameworks import framework as framework_entry
 from envbuild.errors import EnvBuildError
 
 # {torch_nightly}: "<torch version of version.txt>.dev<YYYYMMDD of the commit>", e.g.
@@ -64,7 +62,7 @@ RECIPES: dict[str, Recipe] = {
         env_steps=(),
         task_steps=(),
         env_vars={"PYTHONPATH": SRC_DIR},
-        requirement_files=("requirements.txt", "megatron/core/requirements.txt"),
+        requirement_files=("requirements.txt",),
     ),
     "vllm-precompiled": Recipe(
         name="vllm-precompiled",
@@ -112,26 +110,20 @@ RECIPES: dict[str, Recipe] = {
 }
 
 
-@cache
-def framework_recipes() -> dict[str, str]:
-    """framework name -> recipe name, from the registry's `[<name>.install]` tables."""
-    data = tomllib.loads(resources.files("mining").joinpath("frameworks.toml").read_text())
-    return {
-        name: entry.get("install", {}).get("recipe", "pip-editable") for name, entry in data.items()
-    }
-
-
 def recipe_for(framework: str, changed_paths: list[str] | None = None) -> Recipe:
-    """The recipe of `framework` (a registry name; others get `pip-editable`), or its fallback
-    when the task changes files the recipe cannot serve."""
-    name = framework_recipes().get(framework, "pip-editable")
-    if name not in RECIPES:
-        raise EnvBuildError(f"framework {framework!r} names unknown recipe {name!r}")
-    recipe = RECIPES[name]
-    seen = {name}
+    """The recipe of `framework` (from its registry entry; others get `pip-editable`), or its
+    fallback when the task changes files the recipe cannot serve. The entry's
+    `requirement_files`, when it names any, replace the recipe's."""
+    install = framework_entry(framework).install
+    if install.recipe not in RECIPES:
+        raise EnvBuildError(f"framework {framework!r} names unknown recipe {install.recipe!r}")
+    recipe = RECIPES[install.recipe]
+    seen = {install.recipe}
     while changed_paths and recipe.refuses(changed_paths) and recipe.fallback:
         if recipe.fallback in seen:
             break
         seen.add(recipe.fallback)
         recipe = RECIPES[recipe.fallback]
+    if install.requirement_files and recipe.name == install.recipe:
+        recipe = replace(recipe, requirement_files=install.requirement_files)
     return recipe

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from datetime import date
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from core.records import from_json
 
 # -- releases ------------------------------------------------------------------------------------
 
@@ -45,6 +47,7 @@ class ReleaseTable:
     torch: tuple[TorchRelease, ...]
     triton: tuple[TritonRelease, ...]
     generated: str = ""
+    source: str = ""  # where the snapshot was read from
 
     @classmethod
     def load(cls, path: Path | None = None) -> ReleaseTable:
@@ -53,24 +56,7 @@ class ReleaseTable:
             text = resources.files("envbuild").joinpath("releases.json").read_text()
         else:
             text = path.read_text()
-        return cls.from_dict(json.loads(text))
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ReleaseTable:
-        torch = tuple(
-            TorchRelease(
-                version=t["version"],
-                date=date.fromisoformat(t["date"]),
-                triton_spec=t.get("triton_spec"),
-                cuda=t.get("cuda"),
-                python=tuple(t.get("python", ())),
-            )
-            for t in d["torch"]
-        )
-        triton = tuple(
-            TritonRelease(t["version"], date.fromisoformat(t["date"])) for t in d["triton"]
-        )
-        return cls(torch=torch, triton=triton, generated=d.get("generated", ""))
+        return from_json(cls, json.loads(text), where=str(path or "releases.json"))
 
     def newest_torch_before(
         self, when: date, spec: SpecifierSet | None = None

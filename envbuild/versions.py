@@ -21,9 +21,9 @@ import logging
 import posixpath
 import re
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
@@ -52,21 +52,6 @@ class ResolvedVersions:
     cuda: Pin
     base_image: Pin | None
     extra: tuple[Pin, ...]  # other exact `==` pins of PyPI packages, for the env layer
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ResolvedVersions:
-        base = d.get("base_image")
-        return cls(
-            python=Pin.from_dict(d["python"]),
-            torch=Pin.from_dict(d["torch"]),
-            triton=Pin.from_dict(d["triton"]),
-            cuda=Pin.from_dict(d["cuda"]),
-            base_image=Pin.from_dict(base) if base else None,
-            extra=tuple(Pin.from_dict(p) for p in d.get("extra", ())),
-        )
 
 
 class VersionResolutionError(EnvBuildError):

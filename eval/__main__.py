@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from core.errors import CoreError
+from core.records import from_args
 from eval.errors import EvalError
 
 
@@ -78,82 +79,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _stores(args: argparse.Namespace) -> dict[str, Any]:
-    from eval.workspace import SourceStore
-    from mining.git import GitRepo
-    from mining.store import repo_paths
-
-    try:
-        paths = repo_paths(args.work, args.repo_path)
-    except ValueError as exc:
-        raise EvalError(str(exc)) from None
-    return {name: SourceStore(GitRepo(p)) for name, p in paths.items()}
-
-
-def _tdirs(args: argparse.Namespace) -> list[Any]:
-    from curation.model import CurationStatus
-    from curation.taskdir import task_dirs
-
-    out = [t for t in task_dirs(args.tasks) if not args.task or t.id in args.task]
-    if args.only_approved:
-        out = [t for t in out if t.load_curation().status is CurationStatus.APPROVED]
-    if not out:
-        raise EvalError(f"no task directories under {args.tasks}")
-    return out
-
-
-def _backend(args: argparse.Namespace, scratch: Path) -> Any:
-    from eval.backends import DockerBackend, LocalBackend, RunSettings
-
-    settings = RunSettings(
-        timeout_s=args.timeout,
-        max_test_files=args.max_test_files,
-        isolated_timing=not args.no_isolated_timing,
-    )
-    stores = _stores(args)
-    if args.backend == "docker":
-        return DockerBackend(stores, scratch, settings)
-    return LocalBackend(stores, scratch, settings)
-
-
 def cmd_reference(args: argparse.Namespace) -> int:
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
     from rich.console import Console
     from rich.progress import Progress
 
-    from eval.reference import run_reference
+    from eval.session import EvalSettings, run_references
 
-    tdirs = [t for t in _tdirs(args) if args.force or not (t.root / "reference.json").exists()]
-    rows = []
-    with tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
-        backend = _backend(args, Path(tmp))
-        with Progress(console=Console(stderr=True)) as bar:
-            job = bar.add_task("reference runs", total=len(tdirs))
-            # Tasks run side by side (each run is its own pytest process); the runs of one task
-            # stay in order so base and gold alternate.
-            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-                futures = {
-                    pool.submit(run_reference, t.load_task(), t, backend, args.out, args.runs): t
-                    for t in tdirs
-                }
-                for fut in as_completed(futures):
-                    tdir = futures[fut]
-                    try:
-                        ref = fut.result()
-                    except EvalError as exc:
-                        bar.console.print(f"{tdir.id}: not run: {exc}")
-                        bar.advance(job)
-                        continue
-                    rows.append(ref)
-                    bar.console.print(
-                        f"{tdir.id}: valid={ref.valid} base {ref.base.passed_runs}/"
-                        f"{ref.base.runs} gold {ref.gold.passed_runs}/{ref.gold.runs} "
-                        f"({ref.validity_note})"
-                    )
-                    bar.advance(job)
+    settings = from_args(EvalSettings, args)
+    with Progress(console=Console(stderr=True)) as bar:
+        job = bar.add_task("reference runs", total=None)
+
+        def done(tdir: Any, ref: Any, error: str) -> None:
+            if ref is None:
+                bar.console.print(f"{tdir.id}: not run: {error}")
+            else:
+                bar.console.print(
+                    f"{tdir.id}: valid={ref.valid} base {ref.base.passed_runs}/"
+                    f"{ref.base.runs} gold {ref.gold.passed_runs}/{ref.gold.runs} "
+                    f"({ref.validity_note})"
+                )
+            bar.advance(job)
+
+        rows, errors = run_references(settings, done)
     print(f"{len(rows)} references written; {sum(r.valid for r in rows)} valid")
-    return 0
+    if errors:
+        print(f"{len(errors)} tasks not run (see above)", file=sys.stderr)
+    return 1 if errors and not rows else 0
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -161,14 +112,16 @@ def cmd_score(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from eval.score import load_predictions, score_all
+    from eval.session import EvalSettings, make_backend, select_tasks
 
-    tdirs = _tdirs(args)
+    settings = from_args(EvalSettings, args)
+    tdirs = select_tasks(settings)
     preds = load_predictions(args.predictions)
     unknown = sorted(set(preds) - {t.id for t in tdirs})
     if unknown:
         print(f"note: {len(unknown)} predictions name no selected task: {unknown[:5]}")
     with tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
-        backend = _backend(args, Path(tmp))
+        backend = make_backend(settings, Path(tmp))
         with Progress(console=Console(stderr=True)) as bar:
             job = bar.add_task("scoring", total=len(tdirs))
             score_all(
@@ -203,21 +156,20 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
-    from curation.taskdir import task_dirs, write_atomic
+    from curation.taskdir import TaskFile, task_dirs
     from eval.model import Reference
     from eval.reference import rejudge
 
     n = changed = 0
     for tdir in task_dirs(args.tasks):
-        path = tdir.root / "reference.json"
-        if not path.exists():
+        old = tdir.load(TaskFile.REFERENCE, Reference)
+        if old is None:
             continue
-        old = Reference.from_dict(json.loads(path.read_text()))
         new = rejudge(tdir.load_task(), old)
         n += 1
         if new != old:
             changed += 1
-            write_atomic(path, json.dumps(new.to_dict(), indent=1))
+            tdir.store(TaskFile.REFERENCE, new)
             print(f"{tdir.id}: valid {old.valid} -> {new.valid} ({new.validity_note})")
     print(f"{n} references rejudged, {changed} changed")
     return 0
@@ -233,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             "rejudge": cmd_rejudge,
         }
         return commands[args.cmd](args)
-    except EvalError as exc:
+    except (EvalError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -5,7 +5,6 @@ junit XML; only the process that runs pytest differs.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from curation.model import Task
-from curation.taskdir import TaskDir
+from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
 from eval.model import FailureClass, RunResult, Variant
 from eval.runner import (
@@ -171,12 +170,14 @@ class DockerBackend:
     def _image(self, tdir: TaskDir) -> str:
         if self.image:
             return self.image
-        env = tdir.root / "env.json"
-        if not env.exists():
+        from envbuild.model import EnvSpec
+
+        env = tdir.load(TaskFile.ENV, EnvSpec)
+        if env is None:
             raise EvalError(
                 "env.json missing: run `python -m envbuild --build` first", task_id=tdir.id
             )
-        return str(json.loads(env.read_text())["image_tag"])
+        return env.image_tag
 
     def run(
         self,

@@ -1,14 +1,13 @@
 """Value objects of the eval stage: test outcomes, kernel timings, runs, references, scores.
 
-`Reference.to_dict()` is what `reference.json` in a task directory holds; `TaskScore` is one
+`reference.json` in a task directory is `to_json(Reference)` (`core.records`); `TaskScore` is one
 line of a scoring report.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 REFERENCE_SCHEMA_VERSION = 1
 
@@ -43,10 +42,6 @@ class TestOutcome:
     seconds: float
     message: str = ""  # first line of the failure or skip message
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TestOutcome:
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class KernelTiming:
@@ -59,12 +54,6 @@ class KernelTiming:
     isolated_spread: float | None = None  # (p75 - p25) / median of those reruns
     shapes: str = ""  # the captured launch: shapes, dtypes and constexprs
     written: tuple[str, ...] = ()  # tensor arguments whose contents a launch changed
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> KernelTiming:
-        d = dict(d)
-        d["written"] = tuple(d.get("written", ()))
-        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -86,21 +75,6 @@ class RunResult:
     def outcome_of(self, nodeid: str) -> str | None:
         return next((t.outcome for t in self.tests if t.nodeid == nodeid), None)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["variant"] = str(self.variant)
-        d["failure"] = str(self.failure)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RunResult:
-        d = dict(d)
-        d["variant"] = Variant(d["variant"])
-        d["failure"] = FailureClass(d["failure"])
-        d["tests"] = tuple(TestOutcome.from_dict(t) for t in d["tests"])
-        d["kernels"] = tuple(KernelTiming.from_dict(k) for k in d.get("kernels", ()))
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class VariantSummary:
@@ -115,10 +89,6 @@ class VariantSummary:
     isolated_ms: float | None  # median isolated time (sum over the task's kernels)
     failures: dict[str, int] = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> VariantSummary:
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class Environment:
@@ -131,10 +101,6 @@ class Environment:
     triton: str
     python: str
     host: str
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Environment:
-        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -153,25 +119,3 @@ class Reference:
     flaky: tuple[str, ...]  # tests whose outcome changed between runs of one variant
     runs: tuple[RunResult, ...]
     schema_version: int = REFERENCE_SCHEMA_VERSION
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["runs"] = [r.to_dict() for r in self.runs]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Reference:
-        return cls(
-            task_id=d["task_id"],
-            environment=Environment.from_dict(d["environment"]),
-            tests=tuple(d["tests"]),
-            base=VariantSummary.from_dict(d["base"]),
-            gold=VariantSummary.from_dict(d["gold"]),
-            fail_to_pass=tuple(d["fail_to_pass"]),
-            pass_to_pass=tuple(d["pass_to_pass"]),
-            valid=d["valid"],
-            validity_note=d["validity_note"],
-            flaky=tuple(d["flaky"]),
-            runs=tuple(RunResult.from_dict(r) for r in d["runs"]),
-            schema_version=d.get("schema_version", REFERENCE_SCHEMA_VERSION),
-        )

@@ -9,7 +9,6 @@ outcome changes between runs of one variant are flaky and kept out of both lists
 
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import subprocess
@@ -17,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from curation.model import Task, TaskType
-from curation.taskdir import TaskDir, write_atomic
+from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
 from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
 
@@ -151,7 +150,7 @@ def run_reference(
         flaky=flaky,
         runs=tuple(results),
     )
-    write_atomic(tdir.root / "reference.json", json.dumps(ref.to_dict(), indent=1))
+    tdir.store(TaskFile.REFERENCE, ref)
     return ref
 
 

@@ -23,12 +23,14 @@ import statistics
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.files import jsonl_line, output_lock, read_jsonl, write_atomic, write_json
+from core.records import from_json, to_json
 from curation.model import Task
-from curation.taskdir import TaskDir, write_atomic
+from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
 from eval.model import FailureClass, Reference, RunResult, Variant
 
@@ -203,8 +205,7 @@ def _passes(run: RunResult, ref: Reference | None) -> bool:
 
 
 def _reference(tdir: TaskDir) -> Reference | None:
-    path = tdir.root / "reference.json"
-    return Reference.from_dict(json.loads(path.read_text())) if path.exists() else None
+    return tdir.load(TaskFile.REFERENCE, Reference)
 
 
 def aggregate(scores: Sequence[TaskScore]) -> Report:
@@ -245,15 +246,25 @@ def score_all(
     progress: Any = None,
     jobs: int = 1,
 ) -> tuple[list[TaskScore], Report]:
-    run_root.mkdir(parents=True, exist_ok=True)
+    with output_lock(run_root):
+        return _score_locked(tdirs, predictions, backend, run_root, runs, resume, progress, jobs)
+
+
+def _score_locked(
+    tdirs: Sequence[TaskDir],
+    predictions: Mapping[str, Mapping[str, Any]],
+    backend: Backend,
+    run_root: Path,
+    runs: int,
+    resume: bool,
+    progress: Any,
+    jobs: int,
+) -> tuple[list[TaskScore], Report]:
     done_path = run_root / "results.jsonl"
     done: dict[str, TaskScore] = {}
     if resume and done_path.exists():
-        for line in done_path.read_text().splitlines():
-            if line.strip():
-                d = json.loads(line)
-                d["flags"] = tuple(d["flags"])
-                done[d["task_id"]] = TaskScore(**d)
+        for _, d in read_jsonl(done_path, id_key="task_id"):
+            done[d["task_id"]] = from_json(TaskScore, d, where=str(done_path))
     lock = threading.Lock()
 
     def one(tdir: TaskDir) -> TaskScore:
@@ -262,8 +273,8 @@ def score_all(
         else:
             task = tdir.load_task()
             s = score_task(task, tdir, predictions.get(task.task_id), backend, run_root, runs)
-            with lock, done_path.open("a") as fh:
-                fh.write(json.dumps(asdict(s)) + "\n")
+            with lock, done_path.open("ab") as fh:
+                fh.write(jsonl_line(to_json(s)))
         if progress:
             with lock:
                 progress()
@@ -272,8 +283,7 @@ def score_all(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         scores = list(pool.map(one, tdirs))
     report = aggregate(scores)
-    write_atomic(run_root / "report.json", json.dumps(
-        {"report": asdict(report), "tasks": [asdict(s) for s in scores]}, indent=1))  # fmt: skip
+    write_json(run_root / "report.json", {"report": to_json(report), "tasks": to_json(scores)})
     write_atomic(run_root / "report.md", render_markdown(scores, report))
     return scores, report
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 MIN_FLUSH_BYTES = 256 * 2**20
 _ESTIMATE_CALLS = 5  # timed warm-up calls that estimate the per-call time
@@ -36,13 +35,6 @@ class BenchResult:
     p75_ms: float
     reps: int
     spread: float  # (p75 - p25) / median
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BenchResult:
-        return cls(**d)
 
 
 def cuda_available() -> bool:

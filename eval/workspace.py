@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from curation.model import Task
-from curation.taskdir import TaskDir
+from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError, SpliceError
 from eval.model import Variant
 from mining.errors import GitError
@@ -57,9 +57,9 @@ def prepare(
 ) -> Path:
     """Build the tree for `variant` at `dest` and return it."""
     store.checkout(task.base_commit, dest)
-    _apply(dest, tdir.test_patch_path, "test.patch", task)
+    _apply(dest, tdir, TaskFile.TEST_PATCH, task)
     if variant is Variant.GOLD:
-        _apply(dest, tdir.gold_patch_path, "gold.patch", task)
+        _apply(dest, tdir, TaskFile.GOLD_PATCH, task)
     elif variant is Variant.PREDICTION:
         if prediction is None:
             raise EvalError("a prediction run needs a prediction", task_id=task.task_id)
@@ -67,11 +67,12 @@ def prepare(
     return dest
 
 
-def _apply(dest: Path, patch: Path, name: str, task: Task) -> None:
-    if not patch.exists():
+def _apply(dest: Path, tdir: TaskDir, name: TaskFile, task: Task) -> None:
+    patch = tdir.read_bytes(name)
+    if patch is None:
         raise EvalError(f"{name} is missing from the task directory", task_id=task.task_id)
     try:
-        apply_patch(dest, patch.read_text(errors="surrogateescape"))
+        apply_patch(dest, patch.decode(errors="surrogateescape"))
     except GitError as exc:
         raise EvalError(
             f"{name} does not apply at the base commit: {exc}", task_id=task.task_id

@@ -16,8 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.errors import CoreError
+from core.files import output_lock
+from core.frameworks import DEFAULT_FRAMEWORKS, Framework, resolve_framework
+from core.records import from_args
 from mining.errors import MiningError, NoNetworkError
-from mining.registry import DEFAULT_FRAMEWORKS, Framework, resolve_framework
 
 if TYPE_CHECKING:
     from mining.crawler import Crawler
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("mining.crawl")
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triton-pr-bench"
+DEFAULT_JOBS = min(4, os.cpu_count() or 1)
+DEFAULT_GITHUB_API = os.environ.get("GITHUB_API_URL", "https://api.github.com")
 
 
 def _date(text: str) -> datetime:
@@ -86,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--jobs",
         type=int,
-        default=min(4, os.cpu_count() or 1),
+        default=DEFAULT_JOBS,
         help="processes parsing Python files with tree-sitter (default: %(default)s)",
     )
     p.add_argument(
@@ -108,13 +113,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--github-api",
-        default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+        default=DEFAULT_GITHUB_API,
         help="GitHub REST API root, for GitHub Enterprise (default: $GITHUB_API_URL or "
         "%(default)s); enrichment needs GITHUB_TOKEN and is cached under --cache-dir",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log skipped files to stderr too")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return p
+
+
+@dataclasses.dataclass(frozen=True)
+class CrawlSettings:
+    """How to crawl: the command line's options, with its defaults."""
+
+    out: Path = Path("work")
+    repo_path: Path | None = None
+    branch: str | None = None
+    cache_dir: Path = DEFAULT_CACHE
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int | None = None
+    jobs: int = DEFAULT_JOBS
+    max_file_bytes: int = 2_000_000
+    checkpoint_every: int = 400
+    no_github: bool = False
+    github_api: str = DEFAULT_GITHUB_API
+    quiet: bool = False
 
 
 def open_repo(fw: Framework, repo_path: Path | None, cache_dir: Path) -> GitRepo:
@@ -133,7 +157,14 @@ def open_repo(fw: Framework, repo_path: Path | None, cache_dir: Path) -> GitRepo
         ) from exc
 
 
-def crawl_one(fw: Framework, args: argparse.Namespace) -> dict[str, object]:
+def crawl_one(fw: Framework, args: CrawlSettings) -> dict[str, object]:
+    """Crawl one framework into `args.out/<name>/`; the crawl's summary (also summary.json).
+    The library entry of the mining stage; raises `MiningError` / `CoreError`."""
+    with output_lock(args.out / fw.name):
+        return _crawl_locked(fw, args)
+
+
+def _crawl_locked(fw: Framework, args: CrawlSettings) -> dict[str, object]:
     from mining.crawler import Crawler, CrawlOptions
     from mining.github import GithubEnricher
     from mining.store import WorkDir
@@ -239,16 +270,17 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --repo-path and --name need exactly one framework", file=sys.stderr)
         return 2
     results = []
+    settings = from_args(CrawlSettings, args)
     try:
         for spec in args.frameworks:
             fw = resolve_framework(spec)
             if args.name:
                 fw = dataclasses.replace(fw, name=args.name)
-            results.append(crawl_one(fw, args))
+            results.append(crawl_one(fw, settings))
     except KeyboardInterrupt:
         print("interrupted: rerun the same command to resume", file=sys.stderr)
         return 130
-    except MiningError as exc:
+    except (MiningError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from core.frameworks import Framework
 from mining.errors import MiningError, NoNetworkError, StateError
 from mining.git import (
     MODE_SUBMODULE,
@@ -45,7 +46,6 @@ from mining.model import (
 )
 from mining.paths import is_analysable_path, is_python_path, is_test_path
 from mining.prs import RevertLinker, parse_pr, parse_revert, revert_target_pr
-from mining.registry import Framework
 from mining.store import WorkDir
 
 if TYPE_CHECKING:
@@ -307,7 +307,7 @@ class Crawler:
         stats: Mapping[str, NumStat],
     ) -> Candidate:
         repo = self.framework.repo
-        pr = parse_pr(c.subject, c.body, repo) or PrRef(
+        pr = parse_pr(c.subject, c.body, repo, self.framework.pr_rules) or PrRef(
             id=c.sha, number=None, source="none", url=None
         )
         revert = parse_revert(c.subject, c.body)

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -29,6 +27,9 @@ from github import Auth, Github, GithubException, RateLimitExceededException
 from github import UnknownObjectException as GithubNotFound
 from urllib3.util.retry import Retry
 
+from core.errors import RecordError
+from core.files import write_json
+from core.records import from_json, to_json
 from mining.errors import GithubError, NoNetworkError
 from mining.model import GithubInfo
 
@@ -297,8 +298,8 @@ class GithubEnricher:
         try:
             if not entry["found"]:
                 return True, None
-            return True, GithubInfo.from_dict(entry["info"])
-        except (KeyError, TypeError) as exc:
+            return True, from_json(GithubInfo, entry["info"], where=str(path))
+        except (KeyError, TypeError, RecordError) as exc:
             log.warning("ignoring malformed cache entry %s: %s", path, exc)
             return False, None
 
@@ -310,16 +311,8 @@ class GithubEnricher:
             "number": number,
             "found": info is not None,
             "fetched_at": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "info": info.to_dict() if info is not None else None,
+            "info": to_json(info) if info is not None else None,
         }
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Write-then-rename so an interrupted run never leaves half a file that reads as a hit.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(entry, f, indent=1, sort_keys=True)
-                f.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # Atomic, so an interrupted run never leaves half a file that reads as a hit.
+        write_json(path, entry, sort_keys=True)

@@ -1,15 +1,17 @@
 """Value objects of the mining stage.
 
-Everything that crosses a module boundary in `mining` is one of these frozen dataclasses, and
-each one turns into plain JSON with `to_dict()` and back with `from_dict()`. The candidate
-records in `candidates.jsonl` are `Candidate.to_dict()` lines.
+Everything that crosses a module boundary in `mining` is one of these frozen dataclasses,
+turned into JSON and back by the one record rule (`core.records.to_json` / `from_json`). The
+lines of `candidates.jsonl` are `to_json(candidate)`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from core.records import derived, set_derived
 
 SCHEMA_VERSION = 1
 
@@ -60,10 +62,6 @@ class Span:
     start_byte: int
     end_byte: int
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Span:
-        return cls(**data)
-
 
 @dataclass(frozen=True)
 class LaunchSite:
@@ -73,10 +71,6 @@ class LaunchSite:
     wrapper: str | None  # qualified name of the enclosing function, None at module level
     grid: str
     text: str
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LaunchSite:
-        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -101,22 +95,6 @@ class Kernel:
     token_digest: str  # sha1 of the token stream without comments and whitespace
     body_digest: str = ""  # the same with the kernel's own name blanked: sees renamed kernels
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Kernel:
-        d = dict(data)
-        d["kind"] = KernelKind(d["kind"])
-        d["role"] = KernelRole(d["role"])
-        d["span"] = Span.from_dict(d["span"])
-        d["decorators"] = tuple(d["decorators"])
-        d["params"] = tuple(d["params"])
-        d["constexpr_params"] = tuple(d["constexpr_params"])
-        d["launch_sites"] = tuple(LaunchSite.from_dict(x) for x in d["launch_sites"])
-        d["wrappers"] = tuple(d["wrappers"])
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class KernelChange:
@@ -135,27 +113,6 @@ class KernelChange:
         assert k is not None
         return k
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "change": str(self.change),
-            "file": self.file,
-            "old_file": self.old_file,
-            "before": self.before.to_dict() if self.before else None,
-            "after": self.after.to_dict() if self.after else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> KernelChange:
-        return cls(
-            name=data["name"],
-            change=ChangeKind(data["change"]),
-            file=data["file"],
-            old_file=data["old_file"],
-            before=Kernel.from_dict(data["before"]) if data["before"] else None,
-            after=Kernel.from_dict(data["after"]) if data["after"] else None,
-        )
-
 
 @dataclass(frozen=True)
 class FileChange:
@@ -170,17 +127,6 @@ class FileChange:
     is_python: bool
     skipped: SkipReason | None = None  # set when the file could not be analysed
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["skipped"] = str(self.skipped) if self.skipped else None
-        return d
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FileChange:
-        d = dict(data)
-        d["skipped"] = SkipReason(d["skipped"]) if d.get("skipped") else None
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class PrRef:
@@ -191,10 +137,6 @@ class PrRef:
     source: str  # squash | merge | trailer | gitlab | none
     url: str | None
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PrRef:
-        return cls(**data)
-
 
 @dataclass(frozen=True)
 class RevertRef:
@@ -203,10 +145,6 @@ class RevertRef:
     kind: str  # revert | reapply
     target_subject: str | None
     target_commit: str | None  # resolved sha, when the message or history names it
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RevertRef:
-        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -222,21 +160,12 @@ class GithubInfo:
     linked_issues: tuple[int, ...]
     url: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GithubInfo:
-        d = dict(data)
-        d["labels"] = tuple(d["labels"])
-        d["linked_issues"] = tuple(d["linked_issues"])
-        return cls(**d)
-
 
 @dataclass(frozen=True)
 class Candidate:
     """One PR (or PR-less commit) whose Python changes touch a Triton kernel."""
 
+    schema_version: int = field(default=SCHEMA_VERSION, kw_only=True)  # first in the JSON line
     id: str  # unique in candidates.jsonl: the PR id, or "<pr id>@<sha10>" on a repeat
     framework: str
     repo: str
@@ -252,8 +181,22 @@ class Candidate:
     revert: RevertRef | None
     files: tuple[FileChange, ...]
     kernel_changes: tuple[KernelChange, ...]
+    # for readers of candidates.jsonl: counts of files, lines and kernel changes by kind
+    stats: dict[str, Any] = derived()
     github: GithubInfo | None = None
-    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        set_derived(
+            self,
+            "stats",
+            {
+                "files": len(self.files),
+                "additions": sum(f.additions or 0 for f in self.files),
+                "deletions": sum(f.deletions or 0 for f in self.files),
+                "test_files": sum(f.is_test for f in self.files),
+                "kernels": self.change_counts,
+            },
+        )
 
     @property
     def change_counts(self) -> dict[str, int]:
@@ -261,60 +204,6 @@ class Candidate:
         for kc in self.kernel_changes:
             counts[str(kc.change)] = counts.get(str(kc.change), 0) + 1
         return counts
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        return {
-            "files": len(self.files),
-            "additions": sum(f.additions or 0 for f in self.files),
-            "deletions": sum(f.deletions or 0 for f in self.files),
-            "test_files": sum(f.is_test for f in self.files),
-            "kernels": self.change_counts,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": self.schema_version,
-            "id": self.id,
-            "framework": self.framework,
-            "repo": self.repo,
-            "pr": asdict(self.pr),
-            "commit": self.commit,
-            "parent": self.parent,
-            "is_merge": self.is_merge,
-            "authored_at": self.authored_at,
-            "committed_at": self.committed_at,
-            "author": self.author,
-            "subject": self.subject,
-            "body": self.body,
-            "revert": asdict(self.revert) if self.revert else None,
-            "files": [f.to_dict() for f in self.files],
-            "kernel_changes": [k.to_dict() for k in self.kernel_changes],
-            "stats": self.stats,
-            "github": self.github.to_dict() if self.github else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Candidate:
-        return cls(
-            id=data["id"],
-            framework=data["framework"],
-            repo=data["repo"],
-            pr=PrRef.from_dict(data["pr"]),
-            commit=data["commit"],
-            parent=data["parent"],
-            is_merge=data["is_merge"],
-            authored_at=data["authored_at"],
-            committed_at=data["committed_at"],
-            author=data["author"],
-            subject=data["subject"],
-            body=data["body"],
-            revert=RevertRef.from_dict(data["revert"]) if data.get("revert") else None,
-            files=tuple(FileChange.from_dict(f) for f in data["files"]),
-            kernel_changes=tuple(KernelChange.from_dict(k) for k in data["kernel_changes"]),
-            github=GithubInfo.from_dict(data["github"]) if data.get("github") else None,
-            schema_version=data.get("schema_version", SCHEMA_VERSION),
-        )
 
 
 @dataclass

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Collection
 from dataclasses import replace
 
+from core.frameworks import PR_RULES
 from mining.model import PrRef, RevertRef
 
 log = logging.getLogger(__name__)
@@ -55,10 +57,12 @@ def _github_url(repo: str, number: int) -> str | None:
     return f"https://github.com/{repo}/pull/{number}" if _REPO_RE.match(repo) else None
 
 
-def parse_pr(subject: str, body: str, repo: str) -> PrRef | None:
-    """Return the PR (or GitLab merge request) a commit came from, or None when none is named."""
+def parse_pr(subject: str, body: str, repo: str, rules: Collection[str] = PR_RULES) -> PrRef | None:
+    """Return the PR (or GitLab merge request) a commit came from, or None when none is named.
+
+    `rules` are the framework's PR message rules (its registry entry's `pr_rules`)."""
     # Several trailers appear when a landed commit quotes another; the last one is its own.
-    trailers = list(_TRAILER_RE.finditer(body))
+    trailers = list(_TRAILER_RE.finditer(body)) if "trailer" in rules else []
     if trailers:
         m = trailers[-1]
         number = int(m["num"])
@@ -67,16 +71,18 @@ def parse_pr(subject: str, body: str, repo: str) -> PrRef | None:
         url = f"https://github.com/{m['owner']}/{m['name']}/pull/{number}"
         return PrRef(id=f"#{number}", number=number, source="trailer", url=url)
 
-    m2 = _SQUASH_RE.search(subject)
+    m2 = _SQUASH_RE.search(subject) if "squash" in rules else None
     if m2:
         number = int(m2["num"])
         return PrRef(id=f"#{number}", number=number, source="squash", url=_github_url(repo, number))
 
-    m3 = _MERGE_RE.match(subject)
+    m3 = _MERGE_RE.match(subject) if "merge" in rules else None
     if m3:
         number = int(m3["num"])
         return PrRef(id=f"#{number}", number=number, source="merge", url=_github_url(repo, number))
 
+    if "gitlab" not in rules:
+        return None
     m4 = _GITLAB_SUBJECT_RE.match(subject)
     if m4 is None:
         bodies = list(_GITLAB_BODY_RE.finditer(body))

@@ -17,6 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.errors import RecordError
+from core.files import jsonl_line, read_record, write_atomic, write_json
+from core.records import from_json, to_json
 from mining.errors import StateError
 from mining.model import Candidate
 
@@ -40,22 +43,19 @@ class CrawlState:
     @classmethod
     def load(cls, path: Path) -> CrawlState:
         try:
-            data = json.loads(path.read_text())
-            if data.get("version") != STATE_VERSION:
-                raise ValueError(f"version {data.get('version')!r}, expected {STATE_VERSION}")
-            state = cls(**data)
-            if not isinstance(state.recorded, dict) or not isinstance(state.candidates_bytes, int):
-                raise ValueError("bad field types")
-        except (OSError, ValueError, TypeError) as exc:
+            state = read_record(cls, path)
+            if state.version != STATE_VERSION:
+                raise RecordError(f"{path}: version {state.version!r}, expected {STATE_VERSION}")
+        except (OSError, RecordError) as exc:
             raise StateError(
-                f"state file {path} is unreadable ({exc}); it was left untouched: move it away "
+                f"state file unreadable ({exc}); it was left untouched: move it away "
                 "to rescan from scratch (candidates.jsonl is kept and deduplicated)"
-            ) from exc
+            ) from None
         return state
 
     def save(self, path: Path) -> None:
         self.updated_at = datetime.now(UTC).isoformat(timespec="seconds")
-        _atomic_write(path, json.dumps(asdict(self), indent=1, sort_keys=True))
+        write_json(path, asdict(self), sort_keys=True)
 
 
 class WorkDir:
@@ -125,8 +125,7 @@ class WorkDir:
         return pr_id if holder in (None, commit) else f"{pr_id}@{commit[:10]}"
 
     def append(self, cand: Candidate) -> None:
-        line = json.dumps(cand.to_dict(), ensure_ascii=False).encode() + b"\n"
-        self._fh.write(line)
+        self._fh.write(jsonl_line(to_json(cand)))
         self.state.recorded[cand.id] = cand.commit
 
     def checkpoint(self, last_commit: str | None) -> None:
@@ -153,7 +152,7 @@ class WorkDir:
             fh.flush()
             os.fsync(fh.fileno())
         self._fh.close()
-        _atomic_write(self.candidates_path, b"".join(kept).decode())
+        write_atomic(self.candidates_path, b"".join(kept))
         self._fh = self.candidates_path.open("ab")
         self.state.recorded = {k: v for k, v in self.state.recorded.items() if v in reachable}
         self.state.candidates_bytes = self._fh.tell()
@@ -161,7 +160,7 @@ class WorkDir:
         return len(orphans)
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        _atomic_write(self.summary_path, json.dumps(summary, indent=1, sort_keys=True))
+        write_json(self.summary_path, summary, sort_keys=True)
 
     def close(self) -> None:
         self._fh.close()
@@ -173,17 +172,8 @@ def read_candidates(path: Path) -> list[Candidate]:
     with path.open("rb") as fh:
         for line in fh:
             if line.endswith(b"\n") and line.strip():
-                out.append(Candidate.from_dict(json.loads(line)))
+                out.append(from_json(Candidate, json.loads(line), where=str(path)))
     return out
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def repo_paths(work: Path, overrides: Iterable[str] = ()) -> dict[str, Path]:

@@ -140,3 +140,100 @@ def test_first_release_needs_a_cutoff(tmp_path: Path, capsys) -> None:
     repo = make_repo(tmp_path)
     assert regenerate(repo, tmp_path, "1.0.0") == 1
     assert "--cutoff" in capsys.readouterr().err
+
+
+def test_field_table_features_rows_and_card_agree(released) -> None:
+    """One field table: the Features, every row and the card's field list name the same
+    columns in the same order, and every row fits the declared Features."""
+    from datasets import Dataset
+
+    from benchmark.schema import COLUMNS, card_fields, features, row
+    from curation.taskdir import task_dirs
+
+    _, root = released
+    names = [c.name for c in COLUMNS]
+    assert list(features()) == names
+    card = card_fields().splitlines()
+    assert [line.split("`")[1] for line in card] == names
+    rows = [row(t) for t in task_dirs(root / "tasks")]
+    assert rows and all(list(r) == names for r in rows)
+    ds = Dataset.from_list(rows, features=features())
+    assert ds.column_names == names and ds[0]["task_id"] == rows[0]["task_id"]
+    readme = (root / "dist" / "README.md").read_text()
+    assert all(line in readme for line in card)
+
+
+def test_regenerate_stops_at_the_first_failing_stage_with_its_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path)
+    work = tmp_path / "work" / "fw"
+    work.mkdir(parents=True)
+    (work / "state.json").write_text("[]")  # a corrupt crawl state: the crawl must refuse it
+    assert regenerate(repo, tmp_path, "1.0.0", "--cutoff", "2023-11-15") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: crawl failed:") and "state.json" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "tasks").exists() and not (tmp_path / "dist").exists()
+
+
+def test_wheel_installed_in_a_fresh_venv_builds_the_dataset_with_its_card(
+    released, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The card template ships inside the wheel: `benchmark build` works from an install with
+    no checkout around (dependencies come from this environment through a path entry)."""
+    import shutil
+    import site
+    import subprocess
+    import sys
+    import sysconfig
+    import venv
+
+    _, root = released
+    project = Path(__file__).resolve().parents[1]
+    work = tmp_path_factory.mktemp("wheel")
+    src = work / "src"
+    keep = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dataset_card.md")
+    src.mkdir()
+    for name in keep:
+        shutil.copy(project / name, src / name)
+    for pkg in ("core", "mining", "curation", "envbuild", "eval", "benchmark"):
+        shutil.copytree(project / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    wheels = work / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(wheels), str(src)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (wheel,) = wheels.glob("triton_pr_bench-*.whl")
+    env_dir = work / "venv"
+    venv.create(env_dir, with_pip=False)
+    py = env_dir / "bin" / "python"
+    purelib = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    deps = [sysconfig.get_paths()["purelib"], *site.getsitepackages()]
+    # Plain path entries: the dependencies are importable, this checkout's editable install is
+    # not (.pth files are only processed in site directories, not in appended paths).
+    (Path(purelib) / "deps.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", purelib,
+         str(wheel)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "HF_DATASETS_OFFLINE": "1"}
+    where = subprocess.run(
+        [str(py), "-c", "import benchmark; print(benchmark.__file__)"],
+        check=True, capture_output=True, text=True, cwd=work, env=env,
+    ).stdout  # fmt: skip
+    assert where.startswith(purelib), where
+    out = work / "dist"
+    proc = subprocess.run(
+        [str(py), "-m", "benchmark", "build", "--tasks", str(root / "tasks"), "--out", str(out),
+         "--version", "1.0.0", "--cutoff", "2023-11-15T01:00:00+00:00"],
+        capture_output=True, text=True, cwd=work, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    card = (out / "README.md").read_text()
+    assert "## Curation rationale" in card and "| `task_id` |" in card

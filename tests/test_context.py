@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from core.records import from_json
 from curation.context import TRUNCATED, ContextBuilder, build_context
 from curation.model import ContextItem, FileContext, TargetKernel
 from mining.git import GitRepo
@@ -416,7 +417,7 @@ def test_builder_reuses_commits_and_round_trips(pkg_repo):
     # At the merge commit the wrapper's file already has mul: a different commit, same builder.
     at_merge = builder.build(merge, kernels)
     assert _items(at_merge["pkg/ops.py"]) == _items(first["pkg/ops.py"])
-    restored = {p: FileContext.from_dict(_as_dict(c)) for p, c in first.items()}
+    restored = {p: from_json(FileContext, _as_dict(c)) for p, c in first.items()}
     assert restored == first
 
 

@@ -313,8 +313,8 @@ def test_killed_crawl_process_resumes(base: TinyRepo, tmp_path: Path) -> None:
 
 
 def test_ctrl_c_keeps_what_was_scanned(base: TinyRepo, tmp_path: Path) -> None:
+    from core.frameworks import resolve_framework
     from mining.crawler import Crawler, CrawlOptions
-    from mining.registry import resolve_framework
     from mining.store import WorkDir
 
     for i in range(6):

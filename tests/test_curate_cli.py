@@ -11,7 +11,7 @@ from curation.check import check_all
 from curation.check import main as check_main
 from curation.curate import main as curate_main
 from curation.model import CurationStatus
-from curation.taskdir import TaskDir, task_dirs
+from curation.taskdir import AFTER_DIR, BEFORE_DIR, TaskDir, TaskFile, task_dirs
 from mining.crawl import main as crawl
 from tests.gitrepo import TinyRepo
 from tests.kernels_src import ADD_KERNEL, ADD_KERNEL_REFORMATTED, ADD_KERNEL_SCALED, PLAIN_MODULE
@@ -67,11 +67,11 @@ def test_curate_writes_task_directories_and_summary(work, tmp_path: Path) -> Non
     assert task.base_commit != task.merge_commit
     [k] = task.kernels
     assert (k.change, k.file) == ("modified", "pkg/ops/add.py")
-    assert "* 2.0" in (t3.after_dir / "pkg/ops/add.py").read_text()
-    assert "* 2.0" not in (t3.before_dir / "pkg/ops/add.py").read_text()
-    assert "pkg/ops/add.py" in t3.gold_patch_path.read_text()
-    assert "tests/test_add_scaled.py" in t3.test_patch_path.read_text()
-    assert "tests/test_add_scaled.py" not in t3.gold_patch_path.read_text()
+    assert "* 2.0" in t3.source_path(AFTER_DIR, "pkg/ops/add.py").read_text()
+    assert "* 2.0" not in t3.source_path(BEFORE_DIR, "pkg/ops/add.py").read_text()
+    assert "pkg/ops/add.py" in t3.read_text(TaskFile.GOLD_PATCH)
+    assert "tests/test_add_scaled.py" in t3.read_text(TaskFile.TEST_PATCH)
+    assert "tests/test_add_scaled.py" not in t3.read_text(TaskFile.GOLD_PATCH)
     assert "tests/test_add_scaled.py" in task.tests.changed_in_pr
     assert "tests/test_add.py" in task.tests.selected_existing
     assert "add" in {f.name for ctx in task.context.values() for f in ctx.functions}
@@ -107,9 +107,9 @@ def test_check_reports_broken_task_dirs(work, tmp_path: Path, capsys) -> None:
     tasks = tmp_path / "tasks"
     curate(out, tasks)
     t3 = TaskDir(tasks / "fw__3__add_kernel")
-    (t3.after_dir / "pkg/ops/add.py").unlink()
-    t3.requirement_path.write_text(
-        t3.requirement_path.read_text() + "\n" + t3.load_task().kernels[0].after_src
+    t3.source_path(AFTER_DIR, "pkg/ops/add.py").unlink()
+    t3.path(TaskFile.REQUIREMENT).write_text(
+        t3.path(TaskFile.REQUIREMENT).read_text() + "\n" + t3.load_task().kernels[0].after_src
     )
     assert check_main(["--tasks", str(tasks)]) == 1
     text = capsys.readouterr().out

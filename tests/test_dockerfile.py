@@ -6,12 +6,15 @@ without it under CI=true.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 
 import pytest
 
+from core.records import from_json, to_json
+from curation.taskdir import TaskDir
 from envbuild.dockerfile import (
     cuda_image_tag,
     cuda_tag,
@@ -290,12 +293,12 @@ def test_write_layers_and_parse_back(tmp_path: Path):
         extra_pins=(EINOPS,),
         layers=(base, env, task),
     )
-    write_layers(spec, tmp_path)
+    write_layers(spec, TaskDir(tmp_path))
     assert (tmp_path / "Dockerfile").read_text() == task.dockerfile
     assert (tmp_path / "docker" / "base.Dockerfile").read_text() == base.dockerfile
     assert (tmp_path / "docker" / "env.Dockerfile").read_text() == env.dockerfile
     assert parse_dockerfile((tmp_path / "Dockerfile").read_text())[0] == ("FROM", env.tag)
-    assert EnvSpec.from_dict(spec.to_dict()) == spec
+    assert from_json(EnvSpec, json.loads(json.dumps(to_json(spec)))) == spec
 
 
 def test_parse_dockerfile_joins_continuations_and_drops_comments():

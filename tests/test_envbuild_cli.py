@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.records import from_json
 from curation.curate import main as curate
 from envbuild.__main__ import main as envbuild
 from envbuild.dockerfile import parse_dockerfile
@@ -45,7 +46,7 @@ def tasks(tmp_path: Path) -> Path:
 
 
 def spec(tasks: Path, task_id: str) -> EnvSpec:
-    return EnvSpec.from_dict(json.loads((tasks / task_id / "env.json").read_text()))
+    return from_json(EnvSpec, json.loads((tasks / task_id / "env.json").read_text()))
 
 
 def test_envbuild_pins_renders_and_shares_layers(tasks: Path, tmp_path: Path) -> None:

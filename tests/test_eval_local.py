@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from core.records import from_json
+
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
@@ -134,7 +136,7 @@ def test_reference_run_finds_fail_to_pass(task_env, tmp_path: Path) -> None:
             "--out", str(tmp_path / "runs"), "--no-isolated-timing",
             "--timeout", "120"]  # fmt: skip
     assert eval_main(argv) == 0
-    ref = Reference.from_dict(json.loads((tdir.root / "reference.json").read_text()))
+    ref = from_json(Reference, json.loads((tdir.root / "reference.json").read_text()))
     assert ref.valid, ref.validity_note
     assert ref.fail_to_pass == ("tests/test_values.py::test_values",)
     assert ref.pass_to_pass == ("tests/test_shape.py::test_shape",)

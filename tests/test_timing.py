@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.records import from_json, to_json
 from eval.timing import BenchResult, TimingError, bench, cuda_available, flush_bytes, summarize
 
 
@@ -24,7 +25,7 @@ def test_summarize_takes_median_and_quartiles() -> None:
     r = summarize([5.0, 1.0, 2.0, 4.0, 3.0])
     assert r == BenchResult(median_ms=3.0, p25_ms=2.0, p75_ms=4.0, reps=5, spread=2.0 / 3.0)
     assert summarize([2.0]).spread == 0.0
-    assert BenchResult.from_dict(r.to_dict()) == r
+    assert from_json(BenchResult, to_json(r)) == r
     with pytest.raises(TimingError):
         summarize([])
 

@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pytest
 
+from core.records import from_json, to_json
 from envbuild.model import PinSource
 from envbuild.releases import NGC_PYTORCH, ReleaseTable
 from envbuild.versions import ResolvedVersions, resolve_versions
@@ -23,7 +24,8 @@ from mining.git import GitRepo
 from tests.gitrepo import TinyRepo
 
 PY_39_313 = ["3.9", "3.10", "3.11", "3.12", "3.13"]
-TABLE = ReleaseTable.from_dict(
+TABLE = from_json(
+    ReleaseTable,
     {
         "torch": [
             {"version": "2.6.0", "date": "2025-01-29", "triton_spec": "==3.2.0",
@@ -381,7 +383,7 @@ def test_a_repository_that_pins_nothing_gets_the_date_rule(tmp_path: Path) -> No
 
 def test_resolved_versions_round_trip(vllm: TinyRepo) -> None:
     r = _resolve(vllm, vllm.head())
-    assert ResolvedVersions.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+    assert from_json(ResolvedVersions, json.loads(json.dumps(to_json(r)))) == r
 
 
 # -- the release table --------------------------------------------------------------------------
