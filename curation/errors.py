@@ -17,3 +17,7 @@ class CurationError(Exception):
 
 class RequirementError(CurationError):
     """A requirement draft could not be produced or is unusable (e.g. it leaks the gold kernel)."""
+
+
+class SpliceError(CurationError):
+    """A definition could not be put into its file (it does not parse, or the result does not)."""

@@ -6,6 +6,8 @@ stops a run from happening at all (a patch that does not apply, a missing reposi
 
 from __future__ import annotations
 
+from curation.errors import SpliceError as CurationSpliceError
+
 
 class EvalError(Exception):
     """Base of every real error in `eval`."""
@@ -15,5 +17,6 @@ class EvalError(Exception):
         super().__init__(f"{message} [{task_id}]" if task_id else message)
 
 
-class SpliceError(EvalError):
-    """A kernel could not be put into its file (it does not parse, or the result does not)."""
+class SpliceError(EvalError, CurationSpliceError):
+    """A prediction could not be put into its files (it does not parse, or the result does not,
+    or it reaches outside the task's targets)."""

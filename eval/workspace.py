@@ -80,7 +80,7 @@ def _apply(dest: Path, tdir: TaskDir, name: TaskFile, task: Task) -> None:
 
 
 def _apply_prediction(dest: Path, task: Task, prediction: Mapping[str, Any]) -> None:
-    from eval.splice import items_from_prediction, splice_tree
+    from eval.splice import items_from_prediction, splice_prediction
 
     if prediction.get("patch"):
         try:
@@ -88,7 +88,7 @@ def _apply_prediction(dest: Path, task: Task, prediction: Mapping[str, Any]) -> 
         except GitError as exc:
             raise SpliceError(f"the prediction's patch does not apply: {exc}") from None
     if prediction.get("kernels"):
-        splice_tree(dest, items_from_prediction(prediction, task))
+        splice_prediction(dest, items_from_prediction(prediction, task))
 
 
 def test_files(task: Task, max_files: int = 4, tree: Path | None = None) -> list[str]:

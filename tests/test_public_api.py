@@ -9,7 +9,8 @@ from pathlib import Path
 
 HEAVY = ("torch", "triton", "docker", "datasets", "tree_sitter", "matplotlib", "huggingface_hub")
 MODULES = (
-    "core", "core.records", "core.files", "core.frameworks", "mining", "mining.crawl", "curation", "curation.curate", "curation.check", "envbuild",
+    "core", "core.records", "core.files", "core.frameworks", "mining", "mining.crawl",
+    "curation", "curation.curate", "curation.check", "envbuild",
     "envbuild.__main__", "eval", "eval.__main__", "eval.session", "eval.pytest_plugin", "benchmark",
     "benchmark.__main__", "benchmark.schema",
 )  # fmt: skip

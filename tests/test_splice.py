@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from curation.errors import SpliceError
 from curation.model import (
     Difficulty,
     TargetKernel,
@@ -17,15 +18,9 @@ from curation.model import (
 from curation.model import (
     TestSelection as Selection,
 )
-from eval.errors import EvalError, SpliceError
-from eval.splice import (
-    KernelSource,
-    base_items,
-    gold_items,
-    items_from_prediction,
-    splice_file,
-    splice_tree,
-)
+from curation.splice import KernelSource, base_items, gold_items, splice_file, splice_tree
+from eval.errors import EvalError
+from eval.splice import items_from_prediction
 from mining.kernels import find_kernels
 from mining.model import KernelKind
 
