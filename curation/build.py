@@ -2,7 +2,8 @@
 
 Reads: a `Candidate`, its repository through the git gateway. Writes: `tasks/<task_id>/` via
 `TaskDir` (task.json, requirement.md unless a curator edited it, before/, after/, gold.patch,
-test.patch). A curator's decision and edited requirement are merged in, never overwritten.
+test.patch, setup.patch). A curator's decision and edited requirement are merged in, never
+overwritten.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from curation.classify import classify, pr_title
 from curation.context import ContextBuilder
 from curation.difficulty import grade
 from curation.filters import changed_kernel_lines, substantive_changes
+from curation.hardware import detect
 from curation.model import FileStat, TargetKernel, Task
 from curation.requirement import LlmDrafter, write_requirement
+from curation.targets import find_targets, setup_files, setup_patch
 from curation.taskdir import AFTER_DIR, BEFORE_DIR, TaskDir, TaskFile
 from curation.testsel import TestSelector
 from mining.git import GitRepo
@@ -125,25 +128,37 @@ class TaskBuilder:
             requirement_origin="template",
             labels=cand.github.labels if cand.github else (),
         )
-        self._write_sources(cand, task, tdir)
+        task = self._write_sources(cand, task, tdir)
         return self._with_requirement(task, tdir)
 
-    def _write_sources(self, cand: Candidate, task: Task, tdir: TaskDir) -> None:
+    def _write_sources(self, cand: Candidate, task: Task, tdir: TaskDir) -> Task:
+        """before/, after/, the patches and the setup state; the task with its targets and
+        hardware needs."""
         assert cand.parent is not None
         paths = sorted(
             {k.old_file or k.file for k in task.kernels} | {k.file for k in task.kernels}
         )
+        files: dict[str, dict[str, bytes]] = {}
         for side, commit in ((BEFORE_DIR, cand.parent), (AFTER_DIR, cand.commit)):
-            for path, data in self.repo.read_files(commit, paths).items():
+            files[side] = self.repo.read_files(commit, paths)
+            for path, data in files[side].items():
                 tdir.write_source(side, path, data)
         test_paths = [f.path for f in cand.files if is_test_path(f.path)]
         other = [f.path for f in cand.files if not is_test_path(f.path)]
         for old in (f.old_path for f in cand.files if f.old_path):
             (test_paths if is_test_path(old) else other).append(old)
-        gold = self.repo.diff(cand.parent, cand.commit, other) if other else ""
-        test = self.repo.diff(cand.parent, cand.commit, test_paths) if test_paths else ""
+        gold = self.repo.diff(cand.parent, cand.commit, other) if other else b""
+        test = self.repo.diff(cand.parent, cand.commit, test_paths) if test_paths else b""
         tdir.write(TaskFile.GOLD_PATCH, gold)
         tdir.write(TaskFile.TEST_PATCH, test)
+        base_files, gold_files = files[BEFORE_DIR], files[AFTER_DIR]
+        targets = find_targets(task.kernels, gold_files, base_files)
+        setup = setup_files(targets, task.kernels, gold_files, base_files)
+        old_paths = {k.file: k.old_file for k in task.kernels if k.old_file}
+        tdir.write(TaskFile.SETUP_PATCH, setup_patch(gold, setup, base_files, old_paths))
+        tests = self.repo.read_files(cand.commit, list(task.tests.files))
+        requires = detect({p: gold_files[p] for p in {t.file for t in targets}}, tests)
+        return replace(task, targets=targets, requires=requires)
 
     def _with_requirement(self, task: Task, tdir: TaskDir) -> Task:
         rec = tdir.load_curation()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import RecordError
-from curation.model import TASK_SCHEMA_VERSION
+from curation.model import TASK_SCHEMA_VERSION, Task
 from curation.taskdir import AFTER_DIR, BEFORE_DIR, TaskDir, TaskFile, task_dirs
 
 
@@ -58,6 +58,10 @@ def check_task(tdir: TaskDir) -> CheckResult:
                 res.errors.append(f"gold.patch does not touch {k.file}")
     if not tdir.has(TaskFile.TEST_PATCH):
         res.errors.append("test.patch missing")
+    if task.targets:
+        res.errors.extend(_setup_errors(tdir, task))
+    else:
+        res.warnings.append("no targets (task.json of schema 1, or template kernels only)")
     requirement = tdir.read_requirement()
     if not requirement.strip():
         res.errors.append("requirement.md missing or empty")
@@ -70,6 +74,25 @@ def check_task(tdir: TaskDir) -> CheckResult:
     if not task.tests.command:
         res.warnings.append("no tests selected")
     return res
+
+
+def _setup_errors(tdir: TaskDir, task: Task) -> list[str]:
+    from curation.targets import roundtrip_errors
+
+    patch = tdir.read_bytes(TaskFile.SETUP_PATCH)
+    if patch is None:
+        return ["setup.patch missing"]
+    base: dict[str, bytes] = {}
+    gold: dict[str, bytes] = {}
+    for k in task.kernels:
+        for side, rel, store in (
+            (BEFORE_DIR, k.old_file or k.file, base),
+            (AFTER_DIR, k.file, gold),
+        ):
+            path = tdir.source_path(side, rel)
+            if path.is_file():
+                store[rel] = path.read_bytes()
+    return roundtrip_errors(task.targets, task.kernels, patch, base, gold)
 
 
 def check_all(root: Path) -> list[CheckResult]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-TASK_SCHEMA_VERSION = 1
+TASK_SCHEMA_VERSION = 2  # 2: targets, setup state, hardware, verification, node ids
 
 
 class TaskType(StrEnum):
@@ -61,6 +61,71 @@ class TargetKernel:
     span_after: tuple[int, int] | None  # at the gold commit
 
 
+class TargetRole(StrEnum):
+    KERNEL = "kernel"  # a Triton kernel the PR changes
+    HELPER = "helper"  # a jit helper called by kernels
+    WRAPPER = "wrapper"  # a Python function that launches one of them
+
+
+class TargetStatus(StrEnum):
+    """What the PR does to a target; it decides the target's setup-state version."""
+
+    MODIFIED = "modified"  # the setup state has the base version
+    ADDED = "added"  # the setup state has a stub (decorators, signature, docstring)
+    DELETED = "deleted"  # the setup state has the base version; the gold has none
+    UNCHANGED = "unchanged"  # a wrapper the PR leaves as it is (the model may change it)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A function the model writes: one of the PR's kernels, or a wrapper launching one."""
+
+    file: str  # path at the gold commit
+    name: str  # qualified name in that file (`Class.method` for methods)
+    role: TargetRole
+    status: TargetStatus
+    signature: str  # at the gold commit (the base one for a deleted kernel)
+    docstring: str | None
+
+
+class Vendor(StrEnum):
+    NVIDIA = "nvidia"
+    ASCEND = "ascend"
+    AMD = "amd"
+    INTEL = "intel"
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What a task's tests need; the default configuration holds one NVIDIA GPU without
+    NVLink multicast. `evidence` says which file and line decided each fact."""
+
+    gpus: int = 1
+    nvlink_multicast: bool = False
+    vendor: Vendor = Vendor.NVIDIA
+    evidence: tuple[str, ...] = ()
+
+    @property
+    def single_nvidia_gpu(self) -> bool:
+        return self.gpus <= 1 and not self.nvlink_multicast and self.vendor is Vendor.NVIDIA
+
+
+class VerificationStatus(StrEnum):
+    VERIFIED = "verified"  # the GPU showed the gate's rule holds
+    UNVERIFIED = "unverified"  # not (yet) shown: `reason` says why
+    OUT_OF_SCOPE = "out_of_scope"  # needs hardware or software the reference machine lacks
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The gate's verdict on a task, with when and where it was reached."""
+
+    status: VerificationStatus = VerificationStatus.UNVERIFIED
+    reason: str = "no reference run yet"
+    checked_at: str | None = None
+    environment: str | None = None  # GPU, torch, triton and the package set's hash
+
+
 @dataclass(frozen=True)
 class ContextItem:
     """A function or class shown to the model, with why it was chosen."""
@@ -90,6 +155,9 @@ class TestSelection:
     selected_existing: tuple[str, ...]
     fail_to_pass: tuple[str, ...] = ()
     pass_to_pass: tuple[str, ...] = ()
+    # the test node ids that launch a target, chosen on the GPU (`eval reference`); once set,
+    # runs execute exactly these
+    node_ids: tuple[str, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -153,6 +221,10 @@ class Task:
     dedup: DedupInfo | None = None
     labels: tuple[str, ...] = ()
     schema_version: int = TASK_SCHEMA_VERSION
+    targets: tuple[Target, ...] = ()  # what the model writes (curation.targets)
+    requires: Hardware = Hardware()
+    # the GPU gate's verdict: written by `eval reference`, kept across curate reruns
+    verification: Verification = Verification()
 
 
 @dataclass

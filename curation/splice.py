@@ -528,3 +528,37 @@ def _bound_names(module: ast.Module) -> set[str]:
         elif isinstance(node, ast.Assign):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return names
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A function of a file, as `definitions` finds it."""
+
+    qualname: str
+    source: str  # decorators included
+    signature: str  # `def name(params) -> ret` (no decorators, no colon)
+    docstring: str | None
+
+
+def definitions(src: bytes) -> dict[str, Definition]:
+    """Every function and method of a file by qualified name (the first of a repeated name)."""
+    root = parse_python(src).root_node
+    funcs, _ = _scan_defs(root)
+    out: dict[str, Definition] = {}
+    for d in funcs:
+        if d.qualname in out:
+            continue
+        body = d.node.child_by_field_name("body")
+        head_end = body.start_byte if body is not None else d.node.end_byte
+        head = src[d.node.start_byte : head_end].decode("utf-8", "replace").rstrip()
+        doc = None
+        if body is not None and body.named_children:
+            first = body.named_children[0]
+            if first.type == "expression_statement" and first.named_children:
+                string = first.named_children[0]
+                if string.type == "string":
+                    doc = _text(string)
+        out[d.qualname] = Definition(
+            d.qualname, _text(d.outer), " ".join(head.removesuffix(":").split()), doc
+        )
+    return out

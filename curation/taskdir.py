@@ -8,6 +8,8 @@ Layout of `tasks/<task_id>/` (`TaskFile` names every file; no other module joins
     after/<path>     the same files at the PR's commit (the gold version)
     gold.patch       the PR's non-test changes
     test.patch       the PR's test changes
+    setup.patch      base -> setup state: the gold patch with every target at its base version
+                     (or a stub); every variant starts there (curation.targets)
     env.json         the pinned environment (envbuild), `Dockerfile` and `docker/*.Dockerfile`
     build.log        the image build's log (envbuild --build)
     reference.json   the reference runs on a GPU (eval reference)
@@ -21,14 +23,16 @@ below the stages that define them. Patches are bytes: a patch of CRLF files keep
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
+from core.errors import RecordError
 from core.files import read_json, read_record, write_atomic, write_json, write_record
 from core.records import to_json
-from curation.model import CurationStatus, CuratorRecord, Task
+from curation.model import CurationStatus, CuratorRecord, Task, Verification
 
 T = TypeVar("T")
 
@@ -41,6 +45,7 @@ class TaskFile(StrEnum):
     CURATION = "curation.json"  # the curator (review tool)
     GOLD_PATCH = "gold.patch"  # curation
     TEST_PATCH = "test.patch"  # curation
+    SETUP_PATCH = "setup.patch"  # curation: base -> setup state (curation.targets)
     ENV = "env.json"  # envbuild
     DOCKERFILE = "Dockerfile"  # envbuild: the task layer's Dockerfile
     BASE_DOCKERFILE = "docker/base.Dockerfile"  # envbuild: the base layer
@@ -105,8 +110,31 @@ class TaskDir:
     # -- writing -----------------------------------------------------------------------------
 
     def write_task(self, task: Task) -> None:
+        """Write the curate command's record; what the GPU gate recorded (verification, node
+        ids) is eval's and is carried over from the task.json it replaces."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.exists():
+            try:
+                old = self.load_task()
+            except RecordError:
+                old = None  # an unreadable record is replaced; nothing of it is kept
+            if old is not None:
+                task = replace(
+                    task,
+                    verification=old.verification,
+                    tests=replace(task.tests, node_ids=old.tests.node_ids),
+                )
         write_record(self.path(TaskFile.TASK), task)
+
+    def record_verification(
+        self, verification: Verification, node_ids: tuple[str, ...] | None = None
+    ) -> Task:
+        """The gate's verdict (and the node ids it chose) into task.json (eval's fields)."""
+        task = self.load_task()
+        tests = task.tests if node_ids is None else replace(task.tests, node_ids=node_ids)
+        task = replace(task, verification=verification, tests=tests)
+        write_record(self.path(TaskFile.TASK), task)
+        return task
 
     def write_draft(self, text: str) -> bool:
         """Write the drafted requirement unless a curator edited it; True when written."""

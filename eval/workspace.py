@@ -4,9 +4,11 @@ Reads: the framework's repository (a clone, a bare mirror, or a slim bundle from
 `python -m eval bundle`), a task directory (test.patch, gold.patch, task.json).
 Writes: a fresh tree under the scratch directory, without `.git`, so no history past the base
 commit is reachable from the tests.
-Rules: the PR's tests (test.patch) are always applied; `base` adds nothing more, `gold` applies
-gold.patch (the PR's whole non-test change), `prediction` splices the model's kernels by
-tree-sitter span (or applies its patch).
+Rules: the PR's tests (test.patch) are always applied. `base` is the setup state (setup.patch:
+the PR's whole change with every target at its base version or a stub), `gold` applies
+gold.patch (the setup state plus the gold targets), `prediction` splices the model's targets
+into the setup state by tree-sitter span (or applies its patch there). A task without targets
+(a record of schema 1) has no setup state: its base is the base commit.
 """
 
 from __future__ import annotations
@@ -60,7 +62,10 @@ def prepare(
     _apply(dest, tdir, TaskFile.TEST_PATCH, task)
     if variant is Variant.GOLD:
         _apply(dest, tdir, TaskFile.GOLD_PATCH, task)
-    elif variant is Variant.PREDICTION:
+        return dest
+    if task.targets:
+        _apply(dest, tdir, TaskFile.SETUP_PATCH, task)
+    if variant is Variant.PREDICTION:
         if prediction is None:
             raise EvalError("a prediction run needs a prediction", task_id=task.task_id)
         _apply_prediction(dest, task, prediction)
@@ -72,7 +77,7 @@ def _apply(dest: Path, tdir: TaskDir, name: TaskFile, task: Task) -> None:
     if patch is None:
         raise EvalError(f"{name} is missing from the task directory", task_id=task.task_id)
     try:
-        apply_patch(dest, patch.decode(errors="surrogateescape"))
+        apply_patch(dest, patch)
     except GitError as exc:
         raise EvalError(
             f"{name} does not apply at the base commit: {exc}", task_id=task.task_id

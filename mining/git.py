@@ -320,10 +320,11 @@ class GitRepo:
                         out[name] = data
         return out
 
-    def diff(self, old: str, new: str, paths: Sequence[str] | None = None) -> str:
-        """A unified diff (with renames, binary as `Binary files differ`) of two commits."""
+    def diff(self, old: str, new: str, paths: Sequence[str] | None = None) -> bytes:
+        """A unified diff (with renames, binary as `Binary files differ`) of two commits, as
+        bytes: a file's CRLF line ends and non-UTF-8 bytes stay as they are."""
         args = ["diff", "--no-color", "--no-ext-diff", "-M", "--full-index", old, new, "--"]
-        return _run([*args, *(paths or [])], self.path).decode("utf-8", "surrogateescape")
+        return _run([*args, *(paths or [])], self.path)
 
     def tree_sha(self, commit: str) -> str:
         """The sha of the commit's root tree: a content hash of every file in it."""
@@ -401,15 +402,52 @@ class BlobReader:
         self.close()
 
 
-def apply_patch(workdir: Path, patch: str, *, reverse: bool = False) -> None:
+def file_diff(path: str, old: bytes | None, new: bytes | None) -> bytes:
+    """A git-style unified diff of one file's two versions (None: the file does not exist on
+    that side), with `a/<path>` and `b/<path>` names, as `git apply -p1` takes it."""
+    import tempfile
+
+    if old == new:
+        return b""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        sides = []
+        for side, data in (("a", old), ("b", new)):
+            if data is None:
+                sides.append("/dev/null")
+                continue
+            target = root / side / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            sides.append(f"{side}/{path}")
+        proc = subprocess.run(
+            ["git", "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-prefix",
+             "--full-index", "--binary", *sides],
+            cwd=root, capture_output=True, check=False,
+        )  # fmt: skip
+    if proc.returncode not in (0, 1):  # 1: the files differ
+        raise GitError(f"git diff --no-index failed for {path}: {proc.stderr.decode()[:200]}")
+    out = proc.stdout
+    # A created or deleted file is named after its one real side on both sides of the header.
+    if old is None or new is None:
+        out = out.replace(b"diff --git b/", b"diff --git a/", 1)
+        out = out.replace(f" a/{path} a/{path}\n".encode(), f" a/{path} b/{path}\n".encode(), 1)
+        out = out.replace(f"diff --git a/{path} a/{path}".encode(),
+                          f"diff --git a/{path} b/{path}".encode(), 1)  # fmt: skip
+    return out
+
+
+def apply_patch(workdir: Path, patch: bytes | str, *, reverse: bool = False) -> None:
     """Apply a unified diff to a directory tree that need not be a repository (`git apply`)."""
+    if isinstance(patch, str):
+        patch = patch.encode("utf-8", "surrogateescape")
     if not patch.strip():
         return
     args = ["apply", "--whitespace=nowarn", "--recount"]
     if reverse:
         args.append("--reverse")
     try:
-        _run([*args, "-"], workdir, input=patch.encode("utf-8", "surrogateescape"))
+        _run([*args, "-"], workdir, input=patch)
     except GitError as exc:
         raise GitError(f"patch does not apply in {workdir}: {exc}") from exc
 

@@ -1,0 +1,78 @@
+"""What hardware a task's tests need, read from the code and the tests (never from the title).
+
+Reads: the gold bytes of the target files and of the selected test files. Writes nothing.
+Decides `Hardware`: the vendor (Ascend from `torch_npu` or an `ascend`/`npu` path, AMD from a
+`rocm`/`hip`/`amd` path, Intel from an `xpu`/`intel` path; NVIDIA otherwise), NVLink multicast
+(symmetric-memory multicast: `multimem` instructions, NVLS, `symm_mem` multicast pointers), and
+the number of GPUs (test modules that skip below N devices, or that spawn N processes). Each fact
+keeps its evidence (`path:line: what`). A task whose hardware is not one NVIDIA GPU without
+multicast goes to its own configuration, out of the default one, and is never run where its
+needs cannot be met; the eval never turns multicast on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from curation.model import Hardware, Vendor
+
+_VENDOR_PATH = (
+    (Vendor.ASCEND, re.compile(r"(^|/)(_?ascend|npu)(/|_|\.py$)", re.I)),
+    (Vendor.AMD, re.compile(r"(^|/)(_?rocm|hip|amd)(/|_|\.py$)", re.I)),
+    (Vendor.INTEL, re.compile(r"(^|/)(_?xpu|intel)(/|_|\.py$)", re.I)),
+)
+_NPU_IMPORT = re.compile(r"^\s*(import torch_npu|from torch_npu\b)", re.M)
+_MULTICAST = re.compile(
+    r"multimem\.|multimem_|\bNVLS\b|multicast_ptr|symm_mem\.rendezvous|get_multicast", re.I
+)
+# A whole test module that skips below N devices (`pytestmark = ...device_count() < 2...`):
+# a single test's skip only drops that test, which the GPU selection sees by itself.
+_MODULE_SKIP = re.compile(
+    r"^pytestmark\b.*?(?:device_count\(\)|world_size|WORLD_SIZE|num_gpus)\s*\)?\s*<\s*(\d+)",
+    re.M,
+)
+_SPAWN = re.compile(r"nproc_per_node\s*=\s*(\d+)|torch\.multiprocessing\.spawn\(")
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def detect(target_files: Mapping[str, bytes], test_files: Mapping[str, bytes]) -> Hardware:
+    """The hardware the task needs, with evidence."""
+    evidence: list[str] = []
+    vendor = Vendor.NVIDIA
+    for path, data in target_files.items():
+        text = data.decode("utf-8", "replace")
+        for kind, pattern in _VENDOR_PATH:
+            if pattern.search(path):
+                vendor = kind
+                evidence.append(f"{path}: a {kind} backend path")
+                break
+        m = _NPU_IMPORT.search(text)
+        if m and vendor is Vendor.NVIDIA:
+            vendor = Vendor.ASCEND
+            evidence.append(f"{path}:{_line(text, m.start())}: imports torch_npu")
+    multicast = False
+    for path, data in target_files.items():
+        text = data.decode("utf-8", "replace")
+        m = _MULTICAST.search(text)
+        if m:
+            multicast = True
+            evidence.append(f"{path}:{_line(text, m.start())}: NVLink multicast ({m.group(0)})")
+            break
+    gpus = 2 if multicast else 1
+    for path, data in test_files.items():
+        text = data.decode("utf-8", "replace")
+        for m in _MODULE_SKIP.finditer(text):
+            n = int(m.group(1))
+            if gpus < n <= 64:
+                gpus = n
+                evidence.append(f"{path}:{_line(text, m.start())}: the module needs {n} GPUs")
+        for m in _SPAWN.finditer(text):
+            n = int(m.group(1)) if m.group(1) else 2
+            if gpus < n <= 64:
+                gpus = n
+                evidence.append(f"{path}:{_line(text, m.start())}: spawns {n} processes")
+    return Hardware(gpus=gpus, nvlink_multicast=multicast, vendor=vendor, evidence=tuple(evidence))

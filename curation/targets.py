@@ -1,0 +1,291 @@
+"""A task's targets (what a model writes) and its setup state (the tree it starts from).
+
+Reads: the task's kernels (with base and gold sources) and the base and gold bytes of their
+files. Writes nothing; the builder stores the results (`targets` in task.json, `setup.patch`).
+
+The targets are the kernels the PR changes (added, modified or deleted; jit helpers included)
+plus the Python functions in the gold files that launch them (their wrappers, methods of
+autograd Functions included). Every other change of the PR (callers, configs, new modules'
+plumbing, imports) belongs to the setup state, which every variant starts from: the gold tree
+with each target put back to its base version. A target the PR adds becomes a stub that keeps
+its decorators, signature and docstring and raises `NotImplementedError`; a kernel the PR
+deletes is put back. So the base variant is the setup state, the gold variant is the setup
+state plus the gold targets, and a prediction is spliced into the setup state.
+Refuses nothing: a target that cannot be put back (Triton source in template strings) stays
+as the gold has it and is left out of the targets, with a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from curation.errors import SpliceError
+from curation.model import Target, TargetKernel, TargetRole, TargetStatus
+from curation.splice import KernelSource, definitions, splice_file
+from mining.git import file_diff
+from mining.kernels import parse_python
+
+log = logging.getLogger(__name__)
+
+STUB_MESSAGE = "this target is yours to write"
+
+
+def stub(source: str) -> str:
+    """`source` with every function body replaced by `raise NotImplementedError(...)`,
+    decorators, signature and docstring kept (an assigned kernel keeps its assignment)."""
+    data = source.encode()
+    root = parse_python(data).root_node
+    edits: list[tuple[int, int, bytes]] = []
+    for node in root.named_children:
+        fn = node
+        if fn.type == "decorated_definition":
+            fn = fn.child_by_field_name("definition") or fn
+        if fn.type != "function_definition":
+            continue
+        body = fn.child_by_field_name("body")
+        if body is None or not body.named_children:
+            continue
+        first = body.named_children[0]
+        keep_end = body.start_byte
+        if (
+            first.type == "expression_statement"
+            and first.named_children
+            and (first.named_children[0].type == "string")
+        ):
+            keep_end = first.end_byte  # the docstring stays
+        indent = " " * first.start_point.column
+        lead = "\n" + indent if keep_end != body.start_byte else ""
+        text = f'{lead}raise NotImplementedError("{STUB_MESSAGE}")'.encode()
+        edits.append((keep_end, body.end_byte, text))
+    for start, end, text in reversed(edits):
+        data = data[:start] + text + data[end:]
+    return data.decode()
+
+
+def find_targets(
+    kernels: Sequence[TargetKernel],
+    gold_files: Mapping[str, bytes],
+    base_files: Mapping[str, bytes],
+) -> tuple[Target, ...]:
+    """The kernels and the wrappers that launch them, in the gold files, in file order."""
+    out: list[Target] = []
+    seen: set[tuple[str, str]] = set()
+    for k in kernels:
+        if k.kind == "template":
+            log.info("%s: %s is a template kernel; not a target", k.file, k.name)
+            continue
+        if k.file not in gold_files and k.after_src is not None:
+            continue
+        if k.after_src is None and k.file not in gold_files:
+            continue  # deleted with its file: the PR removed the module
+        status = (
+            TargetStatus.ADDED
+            if k.before_src is None
+            else TargetStatus.DELETED
+            if k.after_src is None
+            else TargetStatus.MODIFIED
+        )
+        src = k.after_src or k.before_src or ""
+        role = TargetRole.HELPER if k.role == "helper" else TargetRole.KERNEL
+        signature = k.signature_after or k.signature_before or ""
+        out.append(Target(k.file, k.name, role, status, signature, _docstring(src)))
+        seen.add((k.file, k.name))
+    for k in kernels:
+        gold = gold_files.get(k.file)
+        if gold is None or k.after_src is None:
+            continue
+        gold_defs = definitions(gold)
+        base = base_files.get(k.old_file or k.file)
+        base_defs = definitions(base) if base is not None else {}
+        for qualname in k.wrappers:
+            if (k.file, qualname) in seen or qualname not in gold_defs:
+                continue
+            seen.add((k.file, qualname))
+            d = gold_defs[qualname]
+            old = base_defs.get(qualname)
+            status = (
+                TargetStatus.ADDED
+                if old is None
+                else TargetStatus.UNCHANGED
+                if old.source == d.source
+                else TargetStatus.MODIFIED
+            )
+            out.append(
+                Target(k.file, qualname, TargetRole.WRAPPER, status, d.signature, d.docstring)
+            )
+    return tuple(out)
+
+
+def setup_files(
+    targets: Sequence[Target],
+    kernels: Sequence[TargetKernel],
+    gold_files: Mapping[str, bytes],
+    base_files: Mapping[str, bytes],
+) -> dict[str, bytes]:
+    """The setup-state bytes of every file that holds a target (gold path -> bytes)."""
+    # one name may stand for several definitions (e.g. a helper defined per Triton version in
+    # the two branches of an `if`): they pair up with the targets in file order
+    by_name: dict[tuple[str, str], list[TargetKernel]] = {}
+    for kernel in kernels:
+        by_name.setdefault((kernel.file, kernel.name), []).append(kernel)
+    items: dict[str, list[KernelSource]] = {}
+    for t in targets:
+        same = by_name.get((t.file, t.name)) if t.role is not TargetRole.WRAPPER else None
+        k = same.pop(0) if same else None
+        if k is not None:  # a kernel or helper: its base source, or a stub of the gold one
+            source = k.before_src if k.before_src is not None else stub(k.after_src or "")
+        else:  # a wrapper: its base version by qualified name, or a stub
+            kern = next(x for x in kernels if x.file == t.file)
+            base = base_files.get(kern.old_file or kern.file)
+            old = definitions(base).get(t.name) if base is not None else None
+            gold_def = definitions(gold_files[t.file])[t.name]
+            source = old.source if old is not None else stub(gold_def.source)
+        items.setdefault(t.file, []).append(KernelSource(t.file, t.name, source))
+    out = {}
+    for path, group in items.items():
+        try:
+            out[path] = splice_file(gold_files[path], path, group)
+        except SpliceError as exc:
+            raise SpliceError(f"setup state of {path}: {exc}") from None
+    return out
+
+
+def setup_patch(
+    gold_patch: bytes,
+    setup: Mapping[str, bytes],
+    base_files: Mapping[str, bytes],
+    old_paths: Mapping[str, str],
+) -> bytes:
+    """The base -> setup-state diff: `gold.patch` with each target file's section replaced by
+    the diff from its base version (at its old path) to its setup state."""
+    sections = split_patch(gold_patch)
+    out: list[bytes] = []
+    done: set[str] = set()
+    for path, section in sections:
+        if path not in setup:
+            out.append(section)
+            continue
+        done.add(path)
+        old = old_paths.get(path, path)
+        if old != path:  # a renamed file: the old one goes, the new one comes
+            out.append(file_diff(old, base_files.get(old), None))
+            out.append(file_diff(path, None, setup[path]))
+        else:
+            out.append(file_diff(path, base_files.get(path), setup[path]))
+    for path in sorted(set(setup) - done):  # a target file the gold patch shows no section for
+        out.append(file_diff(path, base_files.get(old_paths.get(path, path)), setup[path]))
+    return b"".join(out)
+
+
+def split_patch(patch: bytes) -> list[tuple[str, bytes]]:
+    """(path at the new side, section) for each file of a git diff."""
+    marker = b"diff --git "
+    starts = [i for i in _line_starts(patch) if patch.startswith(marker, i)]
+    if not starts:
+        return []
+    out = []
+    for a, b in zip(starts, [*starts[1:], len(patch)], strict=True):
+        section = patch[a:b]
+        out.append((_new_path(section), section))
+    return out
+
+
+def _line_starts(data: bytes) -> list[int]:
+    starts = [0]
+    pos = data.find(b"\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = data.find(b"\n", pos + 1)
+    return [s for s in starts if s < len(data)]
+
+
+def _new_path(section: bytes) -> str:
+    lines = section.split(b"\n")
+    for line in lines:
+        if line.startswith(b"rename to "):
+            return line[len(b"rename to ") :].decode("utf-8", "surrogateescape")
+        if line.startswith(b"+++ b/"):
+            return line[len(b"+++ b/") :].decode("utf-8", "surrogateescape").rstrip("\t")
+    for line in lines:
+        if line.startswith(b"--- a/"):  # a deletion
+            return line[len(b"--- a/") :].decode("utf-8", "surrogateescape").rstrip("\t")
+    header = lines[0].decode("utf-8", "surrogateescape")
+    return header.rsplit(" b/", 1)[-1]
+
+
+def _docstring(source: str) -> str | None:
+    root = parse_python(source.encode()).root_node
+    for node in root.named_children:
+        fn = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        if fn is None or fn.type != "function_definition":
+            continue
+        body = fn.child_by_field_name("body")
+        if body is not None and body.named_children:
+            first = body.named_children[0]
+            if first.type == "expression_statement" and first.named_children:
+                string = first.named_children[0]
+                if string.type == "string" and string.text is not None:
+                    return string.text.decode("utf-8", "replace")
+        return None
+    return None
+
+
+def roundtrip_errors(
+    targets: Sequence[Target],
+    kernels: Sequence[TargetKernel],
+    setup_patch_bytes: bytes,
+    base_files: Mapping[str, bytes],
+    gold_files: Mapping[str, bytes],
+) -> list[str]:
+    """The invariant every task keeps: the setup state plus the gold targets is the gold.
+    One message per target file where it does not hold (files with a deleted kernel are
+    skipped: the gold has no definition to put back)."""
+    import tempfile
+    from pathlib import Path
+
+    from mining.errors import GitError
+    from mining.git import apply_patch
+
+    files = {t.file for t in targets}
+    sections = [sec for path, sec in split_patch(setup_patch_bytes) if path in files]
+    old_paths = {k.file: k.old_file or k.file for k in kernels}
+    errors = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for f in files:
+            old = old_paths.get(f, f)
+            if old in base_files:
+                (root / old).parent.mkdir(parents=True, exist_ok=True)
+                (root / old).write_bytes(base_files[old])
+        try:
+            apply_patch(root, b"".join(sections))
+        except GitError as exc:
+            return [f"setup.patch does not apply to the base target files: {exc}"]
+        for f in sorted(files):
+            if f not in gold_files or any(
+                t.status is TargetStatus.DELETED for t in targets if t.file == f
+            ):
+                continue  # a missing gold file is reported by its own check
+            gold_defs = definitions(gold_files[f])
+            pool = [k for k in kernels if k.file == f]
+            items = []
+            for t in targets:
+                if t.file != f:
+                    continue
+                k = None
+                if t.role is not TargetRole.WRAPPER:
+                    k = next((x for x in pool if x.name == t.name), None)
+                    if k is not None:
+                        pool.remove(k)
+                source = k.after_src if k is not None else gold_defs[t.name].source
+                items.append(KernelSource(f, t.name, source or ""))
+            setup_bytes = (root / f).read_bytes() if (root / f).exists() else b""
+            try:
+                back = splice_file(setup_bytes, f, items)
+            except SpliceError as exc:
+                errors.append(f"{f}: the gold targets do not splice into the setup state: {exc}")
+                continue
+            if back != gold_files[f]:
+                errors.append(f"{f}: the setup state plus the gold targets is not the gold file")
+    return errors
