@@ -1,0 +1,184 @@
+"""Targets and the setup state on tiny real repositories, one scenario each: a modified kernel
+with its wrapper, a new kernel in an existing module, a target in a new module with plumbing
+around it, a deleted kernel; and hardware needs read from code and tests."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from curation.check import check_task
+from curation.curate import main as curate_main
+from curation.hardware import detect
+from curation.model import TargetRole, TargetStatus, Vendor
+from curation.targets import STUB_MESSAGE, stub
+from curation.taskdir import TaskDir, TaskFile, task_dirs
+from mining.crawl import main as crawl
+from tests.gitrepo import TinyRepo
+from tests.kernels_src import ADD_KERNEL, ADD_KERNEL_SCALED
+
+MUL = '''
+
+@triton.jit
+def mul_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Multiply two vectors."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+
+def mul(x, y):
+    """x * y with a Triton kernel."""
+    out = torch.empty_like(x)
+    mul_kernel[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    return out
+'''
+
+NEG_MODULE = """import torch
+import triton
+import triton.language as tl
+
+SCALE = 1.0
+
+
+@triton.jit
+def neg_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, -tl.load(x_ptr + offs, mask=mask) * SCALE, mask=mask)
+
+
+def neg(x):
+    out = torch.empty_like(x)
+    neg_kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), BLOCK=128)
+    return out
+"""
+
+
+def _tasks(tmp_path: Path, repo: TinyRepo) -> dict[str, TaskDir]:
+    work = tmp_path / "work"
+    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
+    tasks = tmp_path / "tasks"
+    assert curate_main(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    return {t.id.split("__")[1]: t for t in task_dirs(tasks)}
+
+
+def _setup_tree(repo: TinyRepo, tdir: TaskDir, dest: Path) -> Path:
+    task = tdir.load_task()
+    dest.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo.path), "archive", task.base_commit],
+                             capture_output=True, check=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    patch = tdir.read_bytes(TaskFile.SETUP_PATCH) or b""
+    if patch.strip():
+        subprocess.run(["git", "apply", "--recount", "-"], cwd=dest, input=patch, check=True)
+    return dest
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> TinyRepo:
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops/__init__.py", "")
+    repo.write("pkg/ops/add.py", ADD_KERNEL)
+    repo.commit("Initial commit")
+    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
+    repo.write("pkg/model.py", "from pkg.ops.add import add\n\nUSE_SCALED = True\n")
+    repo.commit("Scale the add kernel (#1)")
+    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED + MUL)
+    repo.commit("Add a mul kernel (#2)")
+    repo.write("pkg/ops/neg.py", NEG_MODULE)
+    repo.write("pkg/ops/__init__.py", "from pkg.ops.neg import neg\n")
+    repo.commit("Add a neg op in its own module (#3)")
+    return repo
+
+
+def test_modified_kernel_and_its_wrapper_are_targets_setup_has_the_base_kernel(
+    repo: TinyRepo, tmp_path: Path
+) -> None:
+    tdir = _tasks(tmp_path, repo)["1"]
+    task = tdir.load_task()
+    got = {(t.name, t.role, t.status) for t in task.targets}
+    assert got == {
+        ("add_kernel", TargetRole.KERNEL, TargetStatus.MODIFIED),
+        ("add", TargetRole.WRAPPER, TargetStatus.UNCHANGED),
+    }
+    tree = _setup_tree(repo, tdir, tmp_path / "setup")
+    add = (tree / "pkg/ops/add.py").read_text()
+    assert "x + y, mask=mask)" in add and "* 2.0" not in add  # the base kernel
+    assert (tree / "pkg/model.py").read_text().startswith("from pkg.ops.add")  # plumbing kept
+    assert check_task(tdir).errors == []
+
+
+def test_new_kernel_gets_a_stub_keeping_signature_and_docstring(
+    repo: TinyRepo, tmp_path: Path
+) -> None:
+    tdir = _tasks(tmp_path, repo)["2"]
+    task = tdir.load_task()
+    assert {(t.name, t.status) for t in task.targets} == {
+        ("mul_kernel", TargetStatus.ADDED),
+        ("mul", TargetStatus.ADDED),
+    }
+    tree = _setup_tree(repo, tdir, tmp_path / "setup")
+    text = (tree / "pkg/ops/add.py").read_text()
+    assert "@triton.jit\ndef mul_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):" in text
+    assert '"""Multiply two vectors."""' in text and '"""x * y with a Triton kernel."""' in text
+    assert text.count(STUB_MESSAGE) == 2 and "tl.program_id" in text  # add_kernel is intact
+    assert check_task(tdir).errors == []
+
+
+def test_target_in_a_new_module_keeps_the_module_plumbing(repo: TinyRepo, tmp_path: Path) -> None:
+    tdir = _tasks(tmp_path, repo)["3"]
+    tree = _setup_tree(repo, tdir, tmp_path / "setup")
+    neg = (tree / "pkg/ops/neg.py").read_text()
+    assert "SCALE = 1.0" in neg and "import triton.language as tl" in neg
+    assert neg.count(STUB_MESSAGE) == 2
+    # the package re-export the tests import through exists at the setup state
+    assert (tree / "pkg/ops/__init__.py").read_text() == "from pkg.ops.neg import neg\n"
+    assert check_task(tdir).errors == []
+
+
+def test_check_fails_when_the_setup_state_does_not_lead_to_the_gold(
+    repo: TinyRepo, tmp_path: Path
+) -> None:
+    tdir = _tasks(tmp_path, repo)["1"]
+    patch = tdir.read_bytes(TaskFile.SETUP_PATCH) or b""
+    tampered = patch.replace(b"+USE_SCALED = True", b"+USE_SCALED = False")
+    assert tampered != patch
+    tdir.write(TaskFile.SETUP_PATCH, tampered)
+    assert check_task(tdir).errors == []  # a non-target file: the setup may differ there
+    base = tdir.source_path("before", "pkg/ops/add.py").read_bytes()
+    tdir.write_source(
+        "before", "pkg/ops/add.py", base.replace(b"import torch\n", b"import torch\nX = 1\n")
+    )
+    errors = check_task(tdir).errors
+    assert any("setup.patch does not apply" in e or "is not the gold" in e for e in errors)
+
+
+def test_stub_keeps_an_assigned_kernels_assignment() -> None:
+    src = "def _k(x_ptr):\n    tl.store(x_ptr, 1)\n\n\nk = triton.jit(_k)"
+    out = stub(src)
+    assert out.startswith("def _k(x_ptr):\n    raise NotImplementedError(")
+    assert out.endswith("k = triton.jit(_k)")
+
+
+def test_hardware_from_code_and_tests() -> None:
+    plain = {"pkg/ops/add.py": ADD_KERNEL.encode()}
+    assert detect(plain, {}).single_nvidia_gpu
+    npu = detect({"src/pkg/ops/backends/_ascend/ops/swiglu.py": b"import triton\n"}, {})
+    assert npu.vendor is Vendor.ASCEND and not npu.single_nvidia_gpu
+    npu2 = detect({"pkg/x.py": b"import torch\nimport torch_npu\n"}, {})
+    assert npu2.vendor is Vendor.ASCEND and "pkg/x.py:2" in npu2.evidence[0]
+    mc = detect({"pkg/comm.py": b"@triton.jit\ndef k(p):\n    multimem_ld_reduce(p)\n"}, {})
+    assert mc.nvlink_multicast and mc.gpus == 2 and "pkg/comm.py:3" in mc.evidence[0]
+    module_skip = b"import pytest\npytestmark = pytest.mark.skipif(torch.cuda.device_count() < 4, reason='x')\n"  # noqa: E501
+    one_test_skip = (
+        b"@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='x')\ndef test_a(): pass\n"  # noqa: E501
+    )
+    assert detect(plain, {"tests/test_a.py": module_skip}).gpus == 4
+    assert detect(plain, {"tests/test_b.py": one_test_skip}).gpus == 1
+    assert detect(plain, {"t.py": b"# torchrun --nproc_per_node=1 -m pytest t.py\n"}).gpus == 1
+    assert detect(plain, {"t.py": b"# torchrun --nproc_per_node=8 -m pytest t.py\n"}).gpus == 8
