@@ -11,14 +11,20 @@ imports are read statically, never executed, so a test that reaches a kernel onl
 An existing test is selected when it imports a kernel's module (`import a.b.c`, `from a.b import
 c`, `from a.b.c import x`, relative imports, `pytest.importorskip("a.b.c")`) or imports one of
 its wrappers from a package above it; after those come tests importing a non-test module that
-itself imports a kernel's module (one hop). Files under a leading `src/` or `python/` directory
-are matched as if that directory were not there (src layouts). Only files pytest collects by
+itself imports a kernel's module (one hop), only when no direct test exists and only those
+whose file names share a word with the kernels. The names a test may import a kernel by are its
+wrappers, the classes of wrapper methods, and the module's functions and classes that call them
+(autograd `Function`s and the public ops over them), from the module or any package above it
+(re-exports). Tests are ranked by the words their names share with the kernels. Files under a
+leading `src/` or `python/` directory are matched as if that directory were not there (src
+layouts). Only files pytest collects by
 default (`test_*.py`, `*_test.py` under a test path; never conftest.py) are run, the PR's own
 tests included: a helper module under tests/ holds no tests.
 """
 
 from __future__ import annotations
 
+import ast
 import logging
 import re
 import shlex
@@ -226,7 +232,9 @@ class _Target:
         return any(mod in packages and n in self.names for mod, n in imp.names)
 
 
-def _targets(kernels: Sequence[TargetKernel], base_tree: dict[str, str]) -> list[_Target]:
+def _targets(
+    kernels: Sequence[TargetKernel], base_tree: dict[str, str], files: dict[str, bytes]
+) -> list[_Target]:
     out: dict[str, set[str]] = {}
     for k in kernels:
         path = k.old_file or k.file
@@ -238,7 +246,59 @@ def _targets(kernels: Sequence[TargetKernel], base_tree: dict[str, str]) -> list
             parts = w.split(".")
             names.add(parts[0])  # a function, or the class of a method
         names.add(k.name)
+        names |= _callers_in_module(files.get(path, b""), names)
     return [_Target(m, frozenset(n)) for m, n in sorted(out.items())]
+
+
+def _callers_in_module(data: bytes, names: set[str], depth: int = 2) -> set[str]:
+    """Top-level functions and classes of a module that call one of `names` (an autograd
+    `Function` whose `forward` calls a wrapper, a public op calling that Function's `apply`),
+    `depth` steps out: tests import these, not the kernel."""
+    if not data:
+        return set()
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+    wanted = set(names)
+    for _ in range(depth):
+        new = set()
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            if node.name in wanted or node.name in found:
+                continue
+            called = {
+                n.id if isinstance(n, ast.Name) else n.attr
+                for n in ast.walk(node)
+                if isinstance(n, ast.Name | ast.Attribute)
+            }
+            if called & wanted:
+                new.add(node.name)
+        if not new:
+            break
+        found |= new
+        wanted |= new
+    return found
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) > 2} - _COMMON_WORDS
+
+
+_COMMON_WORDS = frozenset({"test", "tests", "kernel", "kernels", "triton", "ops", "fused", "py"})
+
+
+def rank_tests(paths: Iterable[str], kernels: Sequence[TargetKernel]) -> list[str]:
+    """`paths` most related first: by the words their file names share with the kernels'
+    modules, names and wrappers (`test_rms_norm.py` for `ops/rms_norm.py`), then by path."""
+    words: set[str] = set()
+    for k in kernels:
+        words |= _words(PurePosixPath(k.file).stem) | _words(k.name)
+        for w in k.wrappers:
+            words |= _words(w)
+    return sorted(paths, key=lambda p: (-len(_words(PurePosixPath(p).stem) & words), p))
 
 
 class TestSelector:
@@ -272,10 +332,18 @@ class TestSelector:
         )
         base_tree = self.cache.tree(base_commit)
         files = self.cache.files(base_commit)
-        direct, hop = self._importers(base_tree, files, _targets(kernels, base_tree))
+        direct, hop = self._importers(base_tree, files, _targets(kernels, base_tree, files))
         log.debug("%s: %d direct and %d one-hop importers", base_commit[:10], len(direct), len(hop))
+        # One hop reaches far (a module importing every op pulls in every test of the package):
+        # one-hop tests count only when no test imports a kernel's module or wrappers, and
+        # only those whose names share a word with the kernels.
+        if direct:
+            hop = []
+        else:
+            hop = [p for p in rank_tests(hop, kernels) if _shares_words(p, kernels)][:3]
         # An existing test runs after the test patch is applied: it must survive the PR.
-        keep = [p for p in (*direct, *hop) if p not in changed and p in merge_tree]
+        keep = [p for p in rank_tests(direct, kernels) + hop if p not in changed]
+        keep = [p for p in keep if p in merge_tree]
         existing = tuple(keep[:max_existing])
         run = [*changed, *existing]
         command = f"python -m pytest -q -rA {shlex.join(run)}" if run else ""
@@ -346,6 +414,11 @@ class TestSelector:
         if len(self._parsed) > self.max_parsed:
             self._parsed.popitem(last=False)
         return imports
+
+
+def _shares_words(path: str, kernels: Sequence[TargetKernel]) -> bool:
+    words = set().union(*(_words(PurePosixPath(k.file).stem) | _words(k.name) for k in kernels))
+    return bool(_words(PurePosixPath(path).stem) & words)
 
 
 def select_tests(

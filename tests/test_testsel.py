@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 import pytest
@@ -51,15 +53,16 @@ def test_direct_importers_then_one_hop(pkg_repo):
     # test_old.py imports the kernel module but the PR deletes it; test_mul.py and
     # test_other.py are the PR's own tests and come first whatever they import
     assert sel.changed_in_pr == ("tests/test_mul.py", "tests/test_other.py")
+    # direct importers, ranked by the words their names share with the kernel (`add`); the
+    # one-hop tests (tests/sub/test_rel.py through helpers, tests/test_layers.py through
+    # pkg.layers) are left out because direct importers exist
     assert sel.selected_existing == (
         "tests/test_add_caller.py",  # from pkg import ops
         "tests/test_ops.py",  # from pkg.ops import add
-        "tests/sub/test_rel.py",  # from ..helpers import run_add; helpers imports pkg.ops
-        "tests/test_layers.py",  # from pkg.layers import double; layers imports pkg.ops
     )
     assert sel.command == (
         "python -m pytest -q -rA tests/test_mul.py tests/test_other.py "
-        "tests/test_add_caller.py tests/test_ops.py tests/sub/test_rel.py tests/test_layers.py"
+        "tests/test_add_caller.py tests/test_ops.py"
     )
     assert sel.fail_to_pass == () and sel.pass_to_pass == ()
 
@@ -161,13 +164,37 @@ def test_src_layout_relative_imports_and_reexports(tmp_path):
     )
 
     assert sel.changed_in_pr == ()
+    # test_kern.py shares a word with the kernel's module and comes first; the one-hop tests
+    # (tests/kernels/test_rel.py, tests/test_user.py) are left out: direct importers exist
     assert sel.selected_existing == (
+        "tests/test_kern.py",
         "tests/kernels/test_skip.py",
         "tests/test_backslash.py",
-        "tests/test_kern.py",
         "tests/test_paren.py",
         "tests/test_reexport.py",
-        "tests/kernels/test_rel.py",  # relative import of a helper that imports mylib.kern
-        "tests/test_user.py",  # src/mylib/user.py imports kern relatively
     )
-    assert sel.command.startswith("python -m pytest -q -rA tests/kernels/test_skip.py ")
+    assert sel.command.startswith("python -m pytest -q -rA tests/test_kern.py ")
+
+
+def test_autograd_function_and_package_reexport_reach_the_kernel(tmp_path):
+    """A test importing the autograd Function through the package that re-exports it (as
+    `from liger_kernel.ops import LigerXFunction` does) is a direct test of the kernel."""
+    tiny = TinyRepo(tmp_path / "fw")
+    tiny.write("src/lib/__init__.py", "")
+    tiny.write("src/lib/ops/__init__.py", "from lib.ops.norm import NormFunction\n")
+    tiny.write(
+        "src/lib/ops/norm.py",
+        KERN.replace("def scale_kernel", "def norm_kernel")
+        + "\n\ndef norm_fwd(x):\n    norm_kernel[(1,)](x)\n\n\n"
+        "class NormFunction(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, x):\n        return norm_fwd(x)\n",
+    )
+    tiny.write("test/test_norm.py", "from lib.ops import NormFunction\n\ndef test_n(): pass\n")
+    tiny.write("test/test_other.py", "from lib.ops import something_else\n\ndef test_o(): pass\n")
+    base = tiny.commit("library")
+    tiny.write("src/lib/ops/norm.py", (tiny.path / "src/lib/ops/norm.py").read_text() + "\n# v2\n")
+    merge = tiny.commit("tune")
+    k = _scale_kernel("src/lib/ops/norm.py")
+    k = replace(k, name="norm_kernel", wrappers=("norm_fwd",))
+    sel = select_tests(GitRepo(tiny.path), base, merge, [], [k])
+    assert sel.selected_existing == ("test/test_norm.py",)
