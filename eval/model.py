@@ -54,6 +54,7 @@ class KernelTiming:
     isolated_spread: float | None = None  # (p75 - p25) / median of those reruns
     shapes: str = ""  # the captured launch: shapes, dtypes and constexprs
     written: tuple[str, ...] = ()  # tensor arguments whose contents a launch changed
+    nodes: tuple[str, ...] = ()  # the test node ids that launched it
 
 
 @dataclass(frozen=True)

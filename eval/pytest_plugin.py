@@ -6,10 +6,14 @@ environment:
 - `TPB_OUT`: the JSON report to write at session end (nothing is written without it);
 - `TPB_CAPTURE_MAX` (4): launches kept per kernel, one per (shapes, dtypes, constexprs);
 - `TPB_ISOLATED` ("1"): replay each kernel's largest captured launch with `eval.timing.bench`;
-- `TPB_PROFILE` ("1"): run torch.profiler over the session for the in-test GPU time.
+- `TPB_PROFILE` ("1"): run torch.profiler over the session for the in-test GPU time;
+- `TPB_SELECT_PER_TEST` / `TPB_SELECT_MAX` (0: no cap): run at most this many parametrizations
+  of each test function, and this many tests in all (spread over the functions), deselecting
+  the rest at collection: a test selection run on large parametrized files.
 
 Reads nothing else. Writes TPB_OUT: availability of torch/CUDA/Triton, per kernel whether it
-launched, launch counts, in-test GPU time, isolated time and the captured launches, plus notes.
+launched, launch counts, the test node ids that launched it, in-test GPU time, isolated time
+and the captured launches, plus notes.
 Refuses nothing: a missing torch, Triton or GPU is written into the report and never fails a
 test, and a failure inside the watch becomes a note, never an exception in the test.
 
@@ -36,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eval.launch_capture import ArgumentSnapshot as ArgumentSnapshot  # re-exported
 from eval.launch_capture import Capture, CaptureStore, LaunchCapturer, Replay
 from eval.model import KernelTiming
@@ -59,19 +65,45 @@ class WatchConfig:
     capture_max: int = 4
     isolated: bool = True
     profile: bool = True
+    select_per_test: int = 0
+    select_max: int = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WatchConfig:
         names = tuple(dict.fromkeys(n.strip() for n in env.get("TPB_KERNELS", "").split(",")))
+
+        def number(key: str, default: int) -> int:
+            text = env.get(key, "")
+            return int(text) if text.isdigit() else default
+
         return cls(
             kernels=tuple(n for n in names if n),
             out=Path(env["TPB_OUT"]) if env.get("TPB_OUT") else None,
-            capture_max=max(0, int(cap))
-            if (cap := env.get("TPB_CAPTURE_MAX", "")).isdigit()
-            else 4,
+            capture_max=number("TPB_CAPTURE_MAX", 4),
             isolated=env.get("TPB_ISOLATED", "1") == "1",
             profile=env.get("TPB_PROFILE", "1") == "1",
+            select_per_test=number("TPB_SELECT_PER_TEST", 0),
+            select_max=number("TPB_SELECT_MAX", 0),
         )
+
+
+def cap_items(items: list[Any], per_test: int, total: int) -> tuple[list[Any], list[Any]]:
+    """(kept, deselected): at most `per_test` parametrizations of each test function, and at
+    most `total` tests taken round-robin over the functions, in collection order."""
+    groups: dict[str, list[Any]] = {}
+    for item in items:
+        groups.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
+    if per_test > 0:
+        groups = {k: v[:per_test] for k, v in groups.items()}
+    chosen: list[Any] = []
+    depth = 0
+    while any(depth < len(v) for v in groups.values()):
+        for v in groups.values():
+            if depth < len(v) and (total <= 0 or len(chosen) < total):
+                chosen.append(v[depth])
+        depth += 1
+    keep = {id(i) for i in chosen}
+    return [i for i in items if id(i) in keep], [i for i in items if id(i) not in keep]
 
 
 def match_kernel_events(
@@ -116,6 +148,7 @@ def read_plugin_output(path: str | os.PathLike[str]) -> dict[str, KernelTiming]:
             isolated_spread=k.get("isolated_spread"),
             shapes=k.get("shapes") or "",
             written=tuple(k.get("written") or ()),
+            nodes=tuple(k.get("launched_by") or ()),
         )
     return out
 
@@ -133,6 +166,7 @@ class _KernelWatch:
     isolated: Any = None  # eval.timing.BenchResult
     written: set[str] = field(default_factory=set)  # tensor arguments a launch changed
     checked: int = 0  # launches whose arguments were fingerprinted
+    nodes: set[str] = field(default_factory=set)  # test node ids that launched it
 
     def to_dict(self) -> dict[str, Any]:
         calls, total = self.profiled if self.profiled is not None else (self.seen, None)
@@ -150,6 +184,7 @@ class _KernelWatch:
             "shapes": big.summary if big else "",
             "written": sorted(self.written),
             "written_checked_launches": self.checked,
+            "launched_by": sorted(self.nodes),
         }
 
 
@@ -165,6 +200,7 @@ class KernelWatcher:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._paused = False
+        self._node: str | None = None  # the test running now
         self._restore: list[tuple[type, str, Any]] = []
         self._profiler: Any = None
         self._can_pause_profiler = True
@@ -242,6 +278,8 @@ class KernelWatcher:
                     watch.tuning += 1
                 else:
                     watch.seen += 1
+                    if self._node is not None:
+                        watch.nodes.add(self._node)
                     if pending is not None:
                         watch.captures.keep(*pending)
             return result
@@ -311,6 +349,26 @@ class KernelWatcher:
         except Exception as exc:  # a watch failure must never fail the framework's test
             self.note(f"{watch.name}: a launch could not be captured ({exc!r})")
             return None
+
+    # which test launches what, and the selection cap
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
+        self._node = item.nodeid
+        try:
+            return (yield)
+        finally:
+            self._node = None
+
+    def pytest_collection_modifyitems(self, session: Any, config: Any, items: list[Any]) -> None:
+        cfg = self.config
+        if cfg.select_per_test <= 0 and cfg.select_max <= 0:
+            return
+        kept, dropped = cap_items(items, cfg.select_per_test, cfg.select_max)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+            self.note(f"selection run: {len(kept)} tests kept, {len(dropped)} deselected")
 
     # profiler
 

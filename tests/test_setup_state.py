@@ -176,7 +176,7 @@ def test_hardware_from_code_and_tests() -> None:
     assert mc.nvlink_multicast and mc.gpus == 2 and "pkg/comm.py:3" in mc.evidence[0]
     module_skip = b"import pytest\npytestmark = pytest.mark.skipif(torch.cuda.device_count() < 4, reason='x')\n"  # noqa: E501
     one_test_skip = (
-        b"@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='x')\ndef test_a(): pass\n"  # noqa: E501
+        b"@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='x')\ndef test_a(): pass\n"
     )
     assert detect(plain, {"tests/test_a.py": module_skip}).gpus == 4
     assert detect(plain, {"tests/test_b.py": one_test_skip}).gpus == 1
