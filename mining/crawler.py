@@ -263,6 +263,11 @@ class Crawler:
             raise MiningError(f"blob {key[0][:12]} of {key[1]} left the cache before use")
         return value
 
+    def _side(self, blob: str, path: str) -> Analysis:
+        if blob == NULL_SHA or not is_analysable_path(path):
+            return ()
+        return self._lookup((blob, path))
+
     def _diff_commit(
         self, changes: list[RawChange]
     ) -> tuple[list[KernelChange], dict[str, SkipReason]]:
@@ -280,8 +285,11 @@ class Crawler:
                 skipped[ch.path] = mode_skip
                 continue
             old_path = ch.old_path or ch.path
-            old = self._lookup((ch.old_blob, old_path)) if ch.old_blob != NULL_SHA else ()
-            new = self._lookup((ch.new_blob, ch.path)) if ch.new_blob != NULL_SHA else ()
+            # A rename between an analysed path and one that is not (`x.py` -> `x`,
+            # `__init__.PY` -> `__init__.py`): the side that is not analysed holds no kernels,
+            # exactly as it would in a commit that touched it alone.
+            old = self._side(ch.old_blob, old_path)
+            new = self._side(ch.new_blob, ch.path)
             if isinstance(old, SkipReason):
                 skipped[ch.path] = old
                 continue
