@@ -197,7 +197,8 @@ class GitRepo:
     def raw_changes(self, tip: str, stop_after: str | None = None) -> dict[str, list[RawChange]]:
         """Changes of every first-parent commit up to `tip` against its first parent.
 
-        One `git log --raw` pass; `stop_after` excludes that commit and its ancestors.
+        One `git log --raw` pass; `stop_after` excludes that commit and its ancestors. The root
+        commit is diffed against the empty tree.
         """
         rev = f"{stop_after}..{tip}" if stop_after else tip
         out = _run(
@@ -205,6 +206,8 @@ class GitRepo:
                 "log",
                 "--first-parent",
                 "--diff-merges=first-parent",
+                # the root commit against the empty tree, whatever log.showRoot says
+                "--root",
                 "--raw",
                 "-M",
                 "-z",
@@ -228,6 +231,7 @@ class GitRepo:
                 "--stdin",
                 "--no-walk=unsorted",
                 "--diff-merges=first-parent",
+                "--root",
                 "--numstat",
                 "-M",
                 "-z",

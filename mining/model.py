@@ -20,7 +20,8 @@ class ChangeKind(StrEnum):
     ADDED = "added"
     DELETED = "deleted"
     MODIFIED = "modified"  # body or signature changed in substance
-    MOVED = "moved"  # same tokens, now in another file
+    MOVED = "moved"  # same tokens, elsewhere: another file, another name, or another place in
+    # its file (then file == old_file)
     RENAMED_FILE = "renamed_file"  # same tokens, its file was renamed
     FORMATTING_ONLY = "formatting_only"  # token-identical ignoring whitespace and comments
     LAUNCH_CHANGED = "launch_changed"  # kernel untouched, the calls that launch it changed
@@ -32,6 +33,8 @@ class KernelKind(StrEnum):
     JIT = "jit"  # a def under @triton.jit / @triton.autotune / @triton.heuristics
     ASSIGNED = "assigned"  # name = triton.jit(fn)
     TEMPLATE = "template"  # Triton source in an Inductor-style template string
+    GLUON = "gluon"  # a def under @gluon.jit (triton.experimental.gluon)
+    GENERATED = "generated"  # code that writes kernel source: a string constant or a builder
 
 
 class KernelRole(StrEnum):
@@ -128,6 +131,9 @@ class KernelChange:
     old_file: str | None  # path in the parent, None for added kernels
     before: Kernel | None
     after: Kernel | None
+    # one version of a file involved does not parse: the change is read from what tree-sitter
+    # recovers of it
+    uncertain: bool = False
 
     @property
     def kernel(self) -> Kernel:
@@ -143,6 +149,7 @@ class KernelChange:
             "old_file": self.old_file,
             "before": self.before.to_dict() if self.before else None,
             "after": self.after.to_dict() if self.after else None,
+            "uncertain": self.uncertain,
         }
 
     @classmethod
@@ -154,6 +161,7 @@ class KernelChange:
             old_file=data["old_file"],
             before=Kernel.from_dict(data["before"]) if data["before"] else None,
             after=Kernel.from_dict(data["after"]) if data["after"] else None,
+            uncertain=data.get("uncertain", False),
         )
 
 
@@ -254,6 +262,7 @@ class Candidate:
     kernel_changes: tuple[KernelChange, ...]
     github: GithubInfo | None = None
     schema_version: int = SCHEMA_VERSION
+    root: bool = False  # the history's first commit, diffed against the empty tree (no parent)
 
     @property
     def change_counts(self) -> dict[str, int]:
@@ -292,6 +301,7 @@ class Candidate:
             "kernel_changes": [k.to_dict() for k in self.kernel_changes],
             "stats": self.stats,
             "github": self.github.to_dict() if self.github else None,
+            "root": self.root,
         }
 
     @classmethod
@@ -314,6 +324,7 @@ class Candidate:
             kernel_changes=tuple(KernelChange.from_dict(k) for k in data["kernel_changes"]),
             github=GithubInfo.from_dict(data["github"]) if data.get("github") else None,
             schema_version=data.get("schema_version", SCHEMA_VERSION),
+            root=data.get("root", False),
         )
 
 
@@ -327,9 +338,15 @@ class CrawlSummary:
     kernel_changes: dict[str, int] = field(default_factory=dict)
     skipped_files: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    kernel_kinds: dict[str, int] = field(default_factory=dict)  # changes by kernel kind
+    uncertain_changes: int = 0
+    partly_parsed_files: int = 0  # one version did not parse; the other was analysed
 
     def count_change(self, kind: str) -> None:
         self.kernel_changes[kind] = self.kernel_changes.get(kind, 0) + 1
+
+    def count_kind(self, kind: str) -> None:
+        self.kernel_kinds[kind] = self.kernel_kinds.get(kind, 0) + 1
 
     def count_skip(self, reason: str) -> None:
         self.skipped_files[reason] = self.skipped_files.get(reason, 0) + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from mining.crawl import main
 from mining.store import read_candidates
 from tests.gitrepo import TinyRepo
-from tests.kernels_src import ADD_KERNEL, PLAIN_MODULE
+from tests.kernels_src import ADD_KERNEL, PLAIN_MODULE, SCALE_KERNEL
 
 
 def crawl(repo: TinyRepo, out: Path, *extra: str) -> int:
@@ -64,3 +65,168 @@ def test_rename_from_uppercase_py_suffix_does_not_crash(base: TinyRepo, tmp_path
     assert changes_of(cand) == [("add_kernel", "added")]
     summary = json.loads((tmp_path / "out" / "fw" / "summary.json").read_text())
     assert summary["commits_scanned"] == 3
+
+
+# A kernel fix committed with a syntax typo in the kernel (as flash-linear-attention e361dd3a).
+TYPO = ADD_KERNEL.replace(
+    "    mask = offs < n\n", "    if n > 0::\n        n = n - 1\n    mask = offs < n\n"
+)
+
+
+def test_syntax_error_in_one_version_is_analysed_and_marked_uncertain(
+    base: TinyRepo, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mining")
+    other = SCALE_KERNEL.split("\n\n\n", 1)[1]
+    base.write("pkg/ops/add.py", ADD_KERNEL + "\n\n" + other)
+    base.commit("Two kernels (#1)")
+    base.write("pkg/ops/add.py", TYPO + "\n\n" + other)
+    base.commit("Fix the last block, with a typo (#2)")
+    base.write("pkg/ops/add.py", TYPO.replace("0::", "0:") + "\n\n" + other)
+    base.commit("Fix the typo (#3)")
+    assert crawl(base, tmp_path / "out") == 0
+    first, typo, fixed = candidates(tmp_path / "out", base)
+    assert [kc.uncertain for kc in first.kernel_changes] == [False, False]
+    [kc] = typo.kernel_changes  # scale_kernel, untouched, is no change
+    assert (kc.name, kc.change, kc.uncertain) == ("add_kernel", "modified", True)
+    assert kc.before is not None and kc.after is not None
+    assert "if n > 0::" in kc.after.source and "if n > 0" not in kc.before.source
+    assert [f.skipped for f in typo.files] == [None]
+    [kc] = fixed.kernel_changes
+    assert (kc.name, kc.change, kc.uncertain) == ("add_kernel", "modified", True)
+    summary = json.loads((tmp_path / "out" / "fw" / "summary.json").read_text())
+    assert summary["uncertain_changes"] == 2
+    assert summary["partly_parsed_files"] == 2
+    assert summary["skipped_files"] == {}
+    assert "pkg/ops/add.py does not parse in one version (line 10)" in caplog.text
+
+
+def test_uncertain_flag_reads_back_and_defaults_to_false() -> None:
+    from mining.model import KernelChange
+
+    record = {
+        "name": "k",
+        "change": "deleted",
+        "file": "a.py",
+        "old_file": "a.py",
+        "before": None,
+        "after": None,
+    }
+    assert KernelChange.from_dict(record).uncertain is False  # a record written before the flag
+    flagged = KernelChange.from_dict({**record, "uncertain": True})
+    assert flagged.uncertain is True
+    assert KernelChange.from_dict(flagged.to_dict()) == flagged
+
+
+def test_kernel_moved_within_its_file_is_moved(base: TinyRepo, tmp_path: Path) -> None:
+    other = SCALE_KERNEL.split("\n\n\n", 1)[1]
+    head, rest = ADD_KERNEL.split("\n\n\n", 1)
+    base.write("pkg/ops/add.py", f"{head}\n\n\n{rest}\n\n{other}")
+    base.commit("Two kernels (#1)")
+    base.write("pkg/ops/add.py", f"{head}\n\n\n{other}\n\n{rest}")
+    base.commit("Put the scale kernel first (#2)")
+    base.write("pkg/ops/add.py", f"{head}\n\n\ndef noop():\n    pass\n\n\n{other}\n\n{rest}")
+    base.commit("A function above both: they shift, nothing moves (#3)")
+    crawl(base, tmp_path / "out")
+    assert [c.id for c in candidates(tmp_path / "out", base)] == ["#1", "#2"]
+    [kc] = candidates(tmp_path / "out", base)[1].kernel_changes
+    assert (kc.name, kc.change, kc.file, kc.old_file) == (
+        "scale_kernel",
+        "moved",
+        "pkg/ops/add.py",
+        "pkg/ops/add.py",
+    )
+    assert kc.before is not None and kc.after is not None
+    assert kc.before.source == kc.after.source
+    assert kc.after.span.start_line < kc.before.span.start_line
+
+
+LAUNCH = "    add_kernel[grid](x, y, out, n, BLOCK=256)\n"
+
+
+@pytest.mark.parametrize(
+    ("edit", "launch_changed"),
+    [
+        # Liger-Kernel 42de5a2d: only the enclosing function was renamed
+        (lambda src: src.replace("def add(x, y):", "def add_tensors(x, y):"), False),
+        # FlagGems fc32e199: the call re-wrapped across lines, with a comment and a trailing comma
+        (
+            lambda src: src.replace(
+                LAUNCH,
+                "    add_kernel[\n        grid\n    ](\n        x, y,  # inputs\n        out,\n"
+                "        n, BLOCK=256,\n    )\n",
+            ),
+            False,
+        ),
+        # the same value passed by keyword instead of by position, keywords reordered
+        (
+            lambda src: src.replace(
+                LAUNCH, "    add_kernel[grid](BLOCK=256, x_ptr=x, y_ptr=y, out_ptr=out, n=n)\n"
+            ),
+            False,
+        ),
+        (lambda src: src.replace("BLOCK=256", "BLOCK=512"), True),
+        (lambda src: src.replace("add_kernel[grid](x, y", "add_kernel[grid](y, x"), True),
+        (lambda src: src.replace("add_kernel[grid]", "add_kernel[(n // 256,)]"), True),
+    ],
+    ids=["wrapper-renamed", "rewrapped", "positional-to-keyword", "block", "swapped", "grid"],
+)
+def test_launch_changed_compares_grid_and_argument_tokens(
+    base: TinyRepo, tmp_path: Path, edit, launch_changed: bool
+) -> None:
+    assert LAUNCH in ADD_KERNEL
+    base.write("pkg/ops/add.py", ADD_KERNEL)
+    base.commit("Add kernel (#1)")
+    base.write("pkg/ops/add.py", edit(ADD_KERNEL))
+    base.commit("Edit the launch (#2)")
+    crawl(base, tmp_path / "out")
+    cands = candidates(tmp_path / "out", base)
+    if launch_changed:
+        assert changes_of(cands[1]) == [("add_kernel", "launch_changed")]
+    else:
+        assert [c.id for c in cands] == ["#1"]
+
+
+def test_root_commit_is_diffed_against_the_empty_tree_and_flagged(tmp_path: Path) -> None:
+    repo = TinyRepo(tmp_path / "fw")
+    # With this setting a plain `git log --raw` shows the root commit without any change.
+    repo.git("config", "log.showRoot", "false")
+    repo.write("pkg/ops/add.py", ADD_KERNEL)
+    root = repo.commit("Initial import with a kernel")
+    repo.write("pkg/ops/add.py", ADD_KERNEL.replace("x + y, mask", "x - y, mask"))
+    repo.commit("Subtract (#2)")
+    crawl(repo, tmp_path / "out")
+    first, second = candidates(tmp_path / "out", repo)
+    assert (first.commit, first.parent, first.root) == (root, None, True)
+    assert changes_of(first) == [("add_kernel", "added")]
+    assert [(f.path, f.status, f.additions) for f in first.files] == [
+        ("pkg/ops/add.py", "A", ADD_KERNEL.count("\n"))
+    ]
+    assert (second.parent, second.root) == (root, False)
+    record = json.loads((tmp_path / "out" / "fw" / "candidates.jsonl").read_text().splitlines()[0])
+    assert record["root"] is True and record["parent"] is None
+
+
+def test_crawl_summary_counts_kernel_changes_by_kernel_kind(base: TinyRepo, tmp_path: Path) -> None:
+    base.write("pkg/ops/add.py", ADD_KERNEL)
+    base.write(
+        "pkg/ops/attn_gluon.py",
+        "from triton.experimental import gluon\n\n\n@gluon.jit\ndef attn(q):\n    pass\n\n\n"
+        "@gluon.jit\ndef attn_bwd(q):\n    pass\n",
+    )
+    base.write(
+        "pkg/codegen.py",
+        'import triton\n\n\ndef gen(code, name):\n    code.writeline("@triton.jit")\n'
+        '    code.writeline(f"def {name}(x):")\n',
+    )
+    base.write(
+        "pkg/tuned.py",
+        "import triton\n\n\n@triton.jit\ndef _k(x):\n    pass\n\n\n"
+        "k = triton.autotune(configs=[], key=[])(_k)\n",
+    )
+    base.commit("Kernels of every kind (#1)")
+    assert crawl(base, tmp_path / "out") == 0
+    summary = json.loads((tmp_path / "out" / "fw" / "summary.json").read_text())
+    assert summary["kernel_kinds"] == {"jit": 1, "gluon": 2, "generated": 1, "assigned": 1}
+    assert summary["kernel_changes"] == {"added": 5}
+    assert summary["uncertain_changes"] == 0
