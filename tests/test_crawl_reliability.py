@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -230,3 +234,67 @@ def test_crawl_summary_counts_kernel_changes_by_kernel_kind(base: TinyRepo, tmp_
     assert summary["kernel_kinds"] == {"jit": 1, "gluon": 2, "generated": 1, "assigned": 1}
     assert summary["kernel_changes"] == {"added": 5}
     assert summary["uncertain_changes"] == 0
+
+
+def _children() -> dict[int, int]:
+    """pid -> parent pid of every process this machine shows in /proc."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            out[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return out
+
+
+def _descendants(pid: int) -> set[int]:
+    parents = _children()
+    found = {pid}
+    grew = True
+    while grew:
+        more = {p for p, pp in parents.items() if pp in found} - found
+        found |= more
+        grew = bool(more)
+    return found - {pid}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_sigkill_of_the_crawl_leaves_no_worker_process(base: TinyRepo, tmp_path: Path) -> None:
+    many = "\n\n".join(
+        ADD_KERNEL.split("\n\n\n", 1)[1].split("\n\n\n")[0].replace("add_kernel", f"k{i}")
+        for i in range(30)
+    )
+    for c in range(60):
+        for f in range(10):
+            base.write(
+                f"pkg/ops/c{c}_{f}.py", f"import triton\nimport triton.language as tl\n\n{many}"
+            )
+        base.commit(f"Kernels {c} (#{c + 1})")
+    cmd = [sys.executable, "-m", "mining.crawl", str(base.path), "--out", str(tmp_path / "out"),
+           "--quiet", "--no-github", "--jobs", "2", "--checkpoint-every", "1"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=Path(__file__).parents[1])
+    workers: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        workers = _descendants(proc.pid)
+        time.sleep(0.01)
+    time.sleep(0.2)
+    workers = _descendants(proc.pid)
+    proc.kill()
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the crawl finished before it could be killed"
+    assert len(workers) >= 2
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in workers if _alive(p)] == []
