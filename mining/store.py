@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +24,8 @@ from mining.model import Candidate
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 @dataclass
@@ -178,12 +181,18 @@ def read_candidates(path: Path) -> list[Candidate]:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    # A temporary name of its own: two writers of one directory never share a half-written file.
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it; mkstemp's is 0600
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
 
 
 def repo_paths(work: Path, overrides: Iterable[str] = ()) -> dict[str, Path]:

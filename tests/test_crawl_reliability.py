@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -298,3 +299,27 @@ def test_sigkill_of_the_crawl_leaves_no_worker_process(base: TinyRepo, tmp_path:
     while any(_alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [p for p in workers if _alive(p)] == []
+
+
+def test_state_writes_use_unique_temporary_files(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mining.store import CrawlState
+
+    path = tmp_path / "state.json"
+    states = [CrawlState(framework=f"fw{i}", repo="o/r", branch="main") for i in range(4)]
+
+    def save_often(state: CrawlState) -> None:
+        for n in range(150):
+            state.last_commit = f"{n:040x}"
+            state.save(path)
+
+    # Two crawls writing into one --out once shared `state.json.tmp` and crashed on it.
+    with ThreadPoolExecutor(len(states)) as pool:
+        for future in [pool.submit(save_often, s) for s in states]:
+            future.result()
+    assert CrawlState.load(path).last_commit == f"{149:040x}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
