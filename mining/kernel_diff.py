@@ -14,7 +14,8 @@ A kernel whose source is unchanged in its file is still a change when the calls 
 changed (`launch_changed`, compared as `mining.launches` says) or when its top-level definition
 changed places among the file's other definitions (`moved`, with `file == old_file`): the
 definitions that stay in order are the heaviest common subsequence of the two versions' orders,
-weighted by lines, as a line diff keeps the most lines in place; the others moved.
+an unchanged definition weighing its lines and an edited one almost nothing, as a line diff
+keeps the most unchanged lines in place; the others moved.
 """
 
 from __future__ import annotations
@@ -132,13 +133,14 @@ def _unit(k: Kernel) -> str:
 
 
 def _kernel_layout(kernels: Sequence[Kernel]) -> Layout:
-    units: list[tuple[str, int]] = []
+    units: list[tuple[str, int, str]] = []
     for k in sorted(kernels, key=lambda k: k.span.start_byte):
         lines = k.span.end_line - k.span.start_line + 1
         if units and units[-1][0] == _unit(k):
-            units[-1] = (_unit(k), units[-1][1] + lines)
+            name, before, digest = units[-1]
+            units[-1] = (name, before + lines, digest + k.token_digest)
         else:
-            units.append((_unit(k), lines))
+            units.append((_unit(k), lines, k.token_digest))
     return tuple(units)
 
 
@@ -149,16 +151,18 @@ def _moved(old: Layout, new: Layout) -> set[str]:
     """
     counts_old: dict[str, int] = defaultdict(int)
     counts_new: dict[str, int] = defaultdict(int)
-    for name, _ in old:
+    for name, _, _ in old:
         counts_old[name] += 1
-    for name, _ in new:
+    for name, _, _ in new:
         counts_new[name] += 1
     common = {n for n, c in counts_old.items() if c == 1 and counts_new.get(n) == 1}
-    a = [(n, w) for n, w in old if n in common]
-    b = [n for n, _ in new if n in common]
-    if [n for n, _ in a] == b:
+    b = [n for n, _, _ in new if n in common]
+    if [n for n, _, _ in old if n in common] == b:
         return set()
-    # heaviest common subsequence, weights = the old version's lines
+    new_digest = {n: d for n, _, d in new}
+    # An edited definition keeps few of its lines in place; an unchanged one keeps them all.
+    a = [(n, lines if new_digest[n] == d else 1) for n, lines, d in old if n in common]
+    # heaviest common subsequence
     m = len(b)
     best = [[0] * (m + 1) for _ in range(len(a) + 1)]
     for i in range(len(a) - 1, -1, -1):

@@ -48,7 +48,7 @@ _CLIMB = frozenset(
 
 def is_kernel_text(raw: bytes) -> bool:
     """Can this string literal (raw bytes, quotes included) be part of generated kernel code?"""
-    return _KERNEL_TEXT_BYTES.search(raw) is not None
+    return (b"@" in raw or b"def" in raw) and _KERNEL_TEXT_BYTES.search(raw) is not None
 
 
 def string_value(scan: FileScan, node: Node | None, at: int, depth: int = 0) -> str | None:
