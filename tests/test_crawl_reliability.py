@@ -323,3 +323,27 @@ def test_state_writes_use_unique_temporary_files(tmp_path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
+
+
+def test_missing_blob_needed_for_rename_detection_does_not_stop_the_crawl(
+    base: TinyRepo, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    base.write("data/table.txt", "".join(f"{i}\n" for i in range(200)))
+    base.write("pkg/ops/add.py", ADD_KERNEL)
+    base.commit("Data and a kernel (#1)")
+    lost = base.git("rev-parse", "HEAD:data/table.txt")
+    base.mv("data/table.txt", "data/table2.txt")
+    base.write("data/table2.txt", "".join(f"{i}\n" for i in range(201)))
+    base.mv("pkg/ops/add.py", "pkg/kernels/add.py")
+    base.commit("Move things (#2)")
+    # A mirror without one of its blobs (a snapshot that left out its largest files).
+    (base.path / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    assert crawl(base, tmp_path / "out") == 0
+    assert "renames not detected, a blob is missing" in caplog.text
+    first, second = candidates(tmp_path / "out", base)
+    # without rename detection the renamed kernel file is a deletion and an addition
+    assert changes_of(second) == [("add_kernel", "moved")]
+    [kc] = second.kernel_changes
+    assert (kc.old_file, kc.file) == ("pkg/ops/add.py", "pkg/kernels/add.py")
+    # line counts need the missing blob: none for either commit, as for a binary file
+    assert [f.additions for f in first.files + second.files] == [None] * 6
