@@ -6,10 +6,11 @@ Reads: what `mining.kernels.FileScan` collected in its walk over one file. Write
 - `generated`: kernel libraries that write one kernel per shape or dtype keep its source as
   text. A string constant (module or class level) whose value holds a Triton decorator line
   (`@triton.jit`, `@triton.autotune`, `@triton.heuristics`, `@gluon.jit`) and a `def` line is
-  one kernel, named by the constant; a function whose string literals hold such a decorator
-  line and a `def` line (`code.writeline("@triton.jit")`, `f"def {name}("`) is one kernel, the
-  builder, named by the function. Docstrings and bare string statements never count, nor does
-  a decorator mentioned mid-sentence (the decorator must start a line of the text).
+  one kernel, named by the constant (its source is the assignment statement); a function whose
+  string literals hold such a decorator line and a `def` line (`code.writeline("@triton.jit")`,
+  `f"def {name}("`) is one kernel, the builder, named by the function. Docstrings and bare
+  string statements never count, nor does a decorator mentioned mid-sentence (the decorator
+  must start a line of the text).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ast
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mining.digests import code_digests, template_kernel
@@ -139,11 +141,12 @@ def generated_kernels(scan: FileScan, path: str) -> list[Kernel]:
             continue
         signature, names = _text_signature(value)
         qualname = ".".join((*scope, name))
-        out.append(
-            template_kernel(
-                name, qualname, path, span_of(stmt), value, KernelKind.GENERATED, signature, names
-            )
+        kernel = template_kernel(
+            name, qualname, path, span_of(stmt), value, KernelKind.GENERATED, signature, names
         )
+        # The source is the statement its span covers (what a splice replaces); the digest
+        # stays that of the generated text, blind to its spacing and comments.
+        out.append(replace(kernel, source=text(stmt)))
     for fnode, scope, values in builders.values():
         if _holds_kernel(values):
             out.append(_builder_kernel(path, fnode, scope))

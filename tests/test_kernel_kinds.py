@@ -158,11 +158,11 @@ def test_generated_kernel_source_constants_and_builders() -> None:
     assert set(ks) == {"POINTWISE_TEMPLATE", "HEADER", "Codegen.EPILOGUE", "gen_kernel", "render"}
     assert {k.kind for k in ks.values()} == {KernelKind.GENERATED}
     template = ks["POINTWISE_TEMPLATE"]
-    assert template.source.startswith("\nimport triton\n")
+    assert template.source.startswith('POINTWISE_TEMPLATE = """\nimport triton\n')
     assert template.signature == "def {name}_kernel(X, Y, N, BLOCK: tl.constexpr)"
     assert template.params == ("X", "Y", "N", "BLOCK")
     assert (template.span.start_line, template.span.end_line) == (4, 13)
-    assert ks["HEADER"].source.startswith("import triton\n@triton.heuristics(")
+    assert ks["HEADER"].source.startswith('HEADER = "import triton\\n" + (')
     assert ks["HEADER"].signature == "def reduce_kernel(X)"
     builder = ks["gen_kernel"]
     assert builder.source.startswith("def gen_kernel(code, name, rank):")
