@@ -28,6 +28,8 @@ from core.records import from_json, to_json
 T = TypeVar("T")
 
 LOCK_NAME = ".lock"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
@@ -36,6 +38,7 @@ def write_atomic(path: Path, data: bytes | str) -> None:
         data = data.encode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it; mkstemp's is 0600
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

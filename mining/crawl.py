@@ -239,20 +239,25 @@ def print_summary(results: list[dict[str, object]]) -> None:
         "new candidates",
         "all candidates",
         "kernel changes",
+        "by kernel kind",
+        "uncertain",
         "skipped files",
         "seconds",
     ):
         table.add_column(col)
     for r in results:
         changes = r["kernel_changes"]
+        kinds = r["kernel_kinds"]
         skipped = r["skipped_files"]
-        assert isinstance(changes, dict) and isinstance(skipped, dict)
+        assert isinstance(changes, dict) and isinstance(kinds, dict) and isinstance(skipped, dict)
         table.add_row(
             str(r["framework"]),
             str(r["commits_scanned"]),
             str(r["candidates"]),
             str(r["total_candidates"]),
             ", ".join(f"{k} {v}" for k, v in sorted(changes.items())) or "-",
+            ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "-",
+            str(r["uncertain_changes"]),
             ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "-",
             f"{r['seconds']:.1f}",
         )

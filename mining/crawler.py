@@ -3,20 +3,22 @@
 Reads: a `GitRepo` and the work directory's state. Writes: candidate records through `WorkDir`.
 Rules: every blob is read once per run through the batched reader and parsed at most once per
 (blob, path); files that cannot hold Triton code are dropped by a byte test before parsing; a
-file that cannot be analysed (binary, huge, not UTF-8, unparsable, submodule, symlink) is kept
-in the record with its reason and left out of the kernel diff on both sides, so an unparsable
-version never shows up as deleted kernels.
+file that cannot be analysed (binary, huge, not UTF-8, submodule, symlink, or unparsable in both
+versions) is kept in the record with its reason and left out of the kernel diff on both sides,
+so it never shows up as deleted kernels. When only one version of a file parses, the other is
+read as far as tree-sitter recovers it and every change in that file is marked `uncertain`.
+A path that is not analysed (`tools/x`, `__init__.PY`) holds no kernels, also when a rename
+links it to one that is.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Executor
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -33,7 +35,14 @@ from mining.git import (
     RawChange,
 )
 from mining.kernel_diff import diff_kernels
-from mining.kernels import UnparsableSource, find_kernels, might_contain_kernels
+from mining.kernels import (
+    NO_KERNELS,
+    FileKernels,
+    Layout,
+    UnparsableSource,
+    might_contain_kernels,
+    scan_file,
+)
 from mining.model import (
     Candidate,
     CrawlSummary,
@@ -54,7 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # A blob's analysis: its kernels, or why it was not analysed.
-Analysis = tuple[Kernel, ...] | SkipReason
+Analysis = FileKernels | SkipReason
 
 
 @dataclass(frozen=True)
@@ -156,9 +165,9 @@ class Crawler:
         raw = self.repo.raw_changes(tip, stop_after=stop_after)
         executor: Executor | None = None
         if self.options.jobs > 1:
-            # Forked workers would inherit the cat-file pipes and keep git from ever seeing EOF.
-            ctx = multiprocessing.get_context("forkserver")
-            executor = ProcessPoolExecutor(max_workers=self.options.jobs, mp_context=ctx)
+            from mining.workers import worker_pool
+
+            executor = worker_pool(self.options.jobs)
         try:
             with self.repo.blob_reader() as reader:
                 step = self.options.chunk_commits
@@ -197,7 +206,7 @@ class Crawler:
             changes = raw.get(c.sha, [])
             if any(is_analysable_path(ch.path) for ch in changes):
                 self.summary.commits_with_python += 1
-            kernel_changes, skipped = self._diff_commit(changes)
+            kernel_changes, skipped, partly = self._diff_commit(changes)
             for reason in skipped.values():
                 self.summary.count_skip(str(reason))
             if skipped:
@@ -205,6 +214,14 @@ class Crawler:
                     "%s: skipped %s",
                     c.sha[:12],
                     ", ".join(f"{p} ({r})" for p, r in sorted(skipped.items())),
+                )
+            self.summary.partly_parsed_files += len(partly)
+            for path, line in sorted(partly.items()):
+                log.info(
+                    "%s: %s does not parse in one version (line %d); its changes are uncertain",
+                    c.sha[:12],
+                    path,
+                    line,
                 )
             if kernel_changes and c.sha not in recorded:
                 found.append((c, changes, kernel_changes, skipped))
@@ -220,6 +237,8 @@ class Crawler:
             self.summary.candidates += 1
             for kc in kernel_changes:
                 self.summary.count_change(str(kc.change))
+                self.summary.count_kind(str(kc.kernel.kind))
+                self.summary.uncertain_changes += kc.uncertain
 
     def _analyse(
         self, keys: Sequence[tuple[str, str]], reader: BlobReader, executor: Executor | None
@@ -240,7 +259,7 @@ class Crawler:
                 elif b"\0" in data[:8192]:
                     self._remember(key, SkipReason.BINARY)
                 elif not might_contain_kernels(path, data):
-                    self._remember(key, ())
+                    self._remember(key, NO_KERNELS)
                 elif len(data) > self.options.max_file_bytes:
                     self._remember(key, SkipReason.TOO_LARGE)
                 else:
@@ -263,13 +282,24 @@ class Crawler:
             raise MiningError(f"blob {key[0][:12]} of {key[1]} left the cache before use")
         return value
 
+    def _side(self, blob: str, path: str) -> Analysis:
+        if blob == NULL_SHA or not is_analysable_path(path):
+            return NO_KERNELS
+        return self._lookup((blob, path))
+
     def _diff_commit(
         self, changes: list[RawChange]
-    ) -> tuple[list[KernelChange], dict[str, SkipReason]]:
+    ) -> tuple[list[KernelChange], dict[str, SkipReason], dict[str, int]]:
+        """(kernel changes, skipped paths with reasons, paths that parse in one version only
+        with the line of the syntax error)."""
         before: dict[str, tuple[Kernel, ...]] = {}
         after: dict[str, tuple[Kernel, ...]] = {}
+        layouts_before: dict[str, Layout] = {}
+        layouts_after: dict[str, Layout] = {}
         renames: dict[str, str] = {}
         skipped: dict[str, SkipReason] = {}
+        partly: dict[str, int] = {}
+        broken: set[str] = set()
         for ch in changes:
             if not (
                 is_analysable_path(ch.path) or (ch.old_path and is_analysable_path(ch.old_path))
@@ -280,23 +310,41 @@ class Crawler:
                 skipped[ch.path] = mode_skip
                 continue
             old_path = ch.old_path or ch.path
-            old = self._lookup((ch.old_blob, old_path)) if ch.old_blob != NULL_SHA else ()
-            new = self._lookup((ch.new_blob, ch.path)) if ch.new_blob != NULL_SHA else ()
+            # A rename between an analysed path and one that is not (`x.py` -> `x`,
+            # `__init__.PY` -> `__init__.py`): the side that is not analysed holds no kernels,
+            # exactly as it would in a commit that touched it alone.
+            old = self._side(ch.old_blob, old_path)
+            new = self._side(ch.new_blob, ch.path)
             if isinstance(old, SkipReason):
                 skipped[ch.path] = old
                 continue
             if isinstance(new, SkipReason):
                 skipped[ch.path] = new
                 continue
+            if old.error_line is not None and new.error_line is not None:
+                skipped[ch.path] = SkipReason.UNPARSABLE
+                continue
+            error_line = old.error_line if old.error_line is not None else new.error_line
+            if error_line is not None:
+                partly[ch.path] = error_line
+                broken.update((old_path, ch.path))
             if ch.status == "R" and ch.old_path:
                 renames[ch.old_path] = ch.path
-            if old:
-                before[old_path] = old
-            if new:
-                after[ch.path] = new
+            if old.kernels:
+                before[old_path] = old.kernels
+                layouts_before[old_path] = old.layout
+            if new.kernels:
+                after[ch.path] = new.kernels
+                layouts_after[ch.path] = new.layout
         if not before and not after:
-            return [], skipped
-        return diff_kernels(before, after, renames), skipped
+            return [], skipped, partly
+        found = diff_kernels(before, after, renames, layouts_before, layouts_after)
+        if broken:
+            found = [
+                replace(kc, uncertain=True) if {kc.file, kc.old_file} & broken else kc
+                for kc in found
+            ]
+        return found, skipped, partly
 
     def _candidate(
         self,
@@ -348,6 +396,7 @@ class Crawler:
             files=tuple(files),
             kernel_changes=tuple(kernel_changes),
             github=github,
+            root=not c.parents,
         )
 
     def _enrich(self, repo: str, number: int) -> GithubInfo | None:
@@ -386,7 +435,7 @@ def _mode_skip(ch: RawChange) -> SkipReason | None:
 def _parse_blob(item: tuple[str, str, bytes]) -> Analysis:
     _, path, data = item
     try:
-        return tuple(find_kernels(data, path))
+        return scan_file(data, path)
     except UnicodeDecodeError:
         return SkipReason.NON_UTF8
     except UnparsableSource as exc:

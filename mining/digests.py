@@ -70,6 +70,11 @@ def _tokens(nodes: Iterable[Node]) -> Iterator[bytes]:
         stack.extend(reversed(children))
 
 
+def node_digest(nodes: Iterable[Node]) -> str:
+    """Token digest of some nodes: whitespace, comments, quote style, trailing commas aside."""
+    return _digest(_tokens(nodes))
+
+
 # Most versions of a file leave most of its kernels untouched: their digests are reused.
 _DIGESTS: dict[tuple[str, str], tuple[str, str]] = {}
 _DIGESTS_MAX = 50_000
@@ -122,11 +127,17 @@ def jinja_kernel(text: str, source: bytes, path: str) -> Kernel:
     return template_kernel(name, name, path, Span(1, lines, 0, len(source)), text)
 
 
-def template_kernel(name: str, qualname: str, path: str, span: Span, text: str) -> Kernel:
+def template_kernel(
+    name: str, qualname: str, path: str, span: Span, text: str,
+    kind: KernelKind = KernelKind.TEMPLATE, signature: str = "",
+    params: tuple[str, ...] | None = None,
+) -> Kernel:  # fmt: skip
+    """A kernel whose code is text: an Inductor template, or generated kernel source."""
     return Kernel(
-        name=name, qualname=qualname, file=path, kind=KernelKind.TEMPLATE,
-        role=KernelRole.KERNEL, span=span, decorators=(), signature="",
-        params=_def_kernel_params(text), constexpr_params=(), autotune_configs=None,
+        name=name, qualname=qualname, file=path, kind=kind,
+        role=KernelRole.KERNEL, span=span, decorators=(), signature=signature,
+        params=_def_kernel_params(text) if params is None else params,
+        constexpr_params=(), autotune_configs=None,
         heuristics=None, launch_sites=(), wrappers=(), source=text,
         token_digest=_template_digest(text),
         body_digest=_template_digest(text),

@@ -108,6 +108,7 @@ class GitRepo:
         promisor = _run_quiet(["config", "--get", "remote.origin.promisor"], self.path)
         self.is_partial = promisor == "true"
         self._present: set[str] | None = None
+        self._renames = True  # off once a blob that rename detection needs is found missing
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -197,24 +198,13 @@ class GitRepo:
     def raw_changes(self, tip: str, stop_after: str | None = None) -> dict[str, list[RawChange]]:
         """Changes of every first-parent commit up to `tip` against its first parent.
 
-        One `git log --raw` pass; `stop_after` excludes that commit and its ancestors.
+        One `git log --raw` pass; `stop_after` excludes that commit and its ancestors. The root
+        commit is diffed against the empty tree.
         """
         rev = f"{stop_after}..{tip}" if stop_after else tip
-        out = _run(
-            [
-                "log",
-                "--first-parent",
-                "--diff-merges=first-parent",
-                "--raw",
-                "-M",
-                "-z",
-                "--no-abbrev",
-                "--format=%x01%H",
-                rev,
-                "--",
-            ],
-            self.path,
-        )
+        # --root: the root commit against the empty tree, whatever log.showRoot says
+        args = ["log", "--first-parent", "--diff-merges=first-parent", "--root", "--raw"]
+        out = self._log_renames([*args, "-z", "--no-abbrev", "--format=%x01%H", rev, "--"])
         return {sha: changes for sha, changes, _ in _parse_log_z(out)}
 
     def numstats(self, shas: Iterable[str]) -> dict[str, dict[str, NumStat]]:
@@ -222,21 +212,42 @@ class GitRepo:
         shas = list(shas)
         if not shas:
             return {}
-        out = _run(
-            [
-                "log",
-                "--stdin",
-                "--no-walk=unsorted",
-                "--diff-merges=first-parent",
-                "--numstat",
-                "-M",
-                "-z",
-                "--format=%x01%H",
-            ],
-            self.path,
-            input="\n".join(shas).encode() + b"\n",
-        )
+        args = ["log", "--stdin", "--no-walk=unsorted", "--diff-merges=first-parent", "--root"]
+        try:
+            out = self._log_renames(
+                [*args, "--numstat", "-z", "--format=%x01%H"], "\n".join(shas).encode() + b"\n"
+            )
+        except GitError as exc:
+            if "unable to read" not in str(exc) or len(shas) == 1:
+                raise
+            # Line counts need every blob: one commit at a time, none for a commit missing one.
+            stats: dict[str, dict[str, NumStat]] = {}
+            for sha in shas:
+                try:
+                    stats.update(self.numstats([sha]))
+                except GitError as one:
+                    if "unable to read" not in str(one):
+                        raise
+                    log.warning("%s: no line counts, a blob is missing", sha[:12])
+            return stats
         return {sha: stats for sha, _, stats in _parse_log_z(out)}
+
+    def _log_renames(self, args: list[str], input: bytes | None = None) -> bytes:
+        """`git log` with rename detection, or without it where a blob it needs is missing.
+
+        Rename detection reads the blobs of added and deleted files; a mirror that lacks one
+        (a snapshot without its largest files) makes git fail outright. Renames then show as a
+        deletion and an addition, which the kernel diff still pairs as moves.
+        """
+        if self._renames:
+            try:
+                return _run([*args[:1], "-M", *args[1:]], self.path, input=input)
+            except GitError as exc:
+                if "unable to read" not in str(exc):
+                    raise
+                log.warning("renames not detected, a blob is missing: %s", str(exc).split(": ")[-1])
+                self._renames = False
+        return _run([*args[:1], "--no-renames", *args[1:]], self.path, input=input)
 
     # -- blobs -------------------------------------------------------------------------------
 

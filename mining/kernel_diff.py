@@ -9,6 +9,13 @@ Kernels are paired in decreasing order of confidence, each kernel taking part in
 pair: same file (through renames) and qualified name; then identical tokens and name anywhere
 (a move); then identical tokens apart from the kernel's own name (a move or rename); then the
 same name in another file (a move with edits). What is left was added or deleted.
+
+A kernel whose source is unchanged in its file is still a change when the calls that launch it
+changed (`launch_changed`, compared as `mining.launches` says) or when its top-level definition
+changed places among the file's other definitions (`moved`, with `file == old_file`): the
+definitions that stay in order are the heaviest common subsequence of the two versions' orders,
+an unchanged definition weighing its lines and an edited one almost nothing, as a line diff
+keeps the most unchanged lines in place; the others moved.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
+from mining.kernels import Layout
+from mining.launches import same_launches
 from mining.model import ChangeKind, Kernel, KernelChange
 
 log = logging.getLogger(__name__)
@@ -29,8 +38,14 @@ def diff_kernels(
     before: Mapping[str, Sequence[Kernel]],
     after: Mapping[str, Sequence[Kernel]],
     renames: Mapping[str, str],
+    layouts_before: Mapping[str, Layout] | None = None,
+    layouts_after: Mapping[str, Layout] | None = None,
 ) -> list[KernelChange]:
-    """Changes between parent kernels (by parent path) and commit kernels (by commit path)."""
+    """Changes between parent kernels (by parent path) and commit kernels (by commit path).
+
+    The layouts (top-level definitions of each file version, `mining.kernels.scan_file`) show
+    kernels moved within their file; without them the kernels' own order stands in.
+    """
     old = [(path, k) for path, ks in before.items() for k in ks]
     new = [(path, k) for path, ks in after.items() for k in ks]
     changes: list[KernelChange] = []
@@ -42,13 +57,26 @@ def diff_kernels(
     pairs, old, new = _pair(
         old, new, lambda p, k: (logical(p), k.qualname), lambda p, k: (p, k.qualname)
     )
+    moved_units: dict[str, set[str]] = {}
+
+    def moved_in_file(path: str, b: Kernel, a: Kernel) -> bool:
+        if b.span.start_line == a.span.start_line:
+            return False  # nothing above it changed size, so nothing around it moved
+        if path not in moved_units:
+            old_layout = (layouts_before or {}).get(path) or _kernel_layout(before.get(path, ()))
+            new_layout = (layouts_after or {}).get(path) or _kernel_layout(after.get(path, ()))
+            moved_units[path] = _moved(old_layout, new_layout)
+        return _unit(b) in moved_units[path] and _unit(a) == _unit(b)
+
     for (old_path, b), (new_path, a) in pairs:
         if b.source == a.source:
             if old_path != new_path:
                 kind = ChangeKind.RENAMED_FILE
-            elif _launches(b) != _launches(a):
+            elif not same_launches(b, a):
                 # grid, block sizes or num_warps changed where the kernel is launched
                 kind = ChangeKind.LAUNCH_CHANGED
+            elif moved_in_file(new_path, b, a):
+                kind = ChangeKind.MOVED
             else:
                 continue  # untouched
         elif b.token_digest == a.token_digest:
@@ -99,9 +127,64 @@ def diff_kernels(
     return changes
 
 
-def _launches(k: Kernel) -> list[tuple[str | None, str, str]]:
-    """The kernel's launch sites without their line numbers (moving code is no change)."""
-    return sorted((site.wrapper, site.grid, site.text) for site in k.launch_sites)
+def _unit(k: Kernel) -> str:
+    """The top-level definition that holds a kernel (its class, or itself)."""
+    return k.qualname.split(".", 1)[0]
+
+
+def _kernel_layout(kernels: Sequence[Kernel]) -> Layout:
+    units: list[tuple[str, int, str]] = []
+    for k in sorted(kernels, key=lambda k: k.span.start_byte):
+        lines = k.span.end_line - k.span.start_line + 1
+        if units and units[-1][0] == _unit(k):
+            name, before, digest = units[-1]
+            units[-1] = (name, before + lines, digest + k.token_digest)
+        else:
+            units.append((_unit(k), lines, k.token_digest))
+    return tuple(units)
+
+
+def _moved(old: Layout, new: Layout) -> set[str]:
+    """Definitions (by name) that changed places between two layouts of one file.
+
+    Only names defined once in each version take part: a redefinition (if/else) is ambiguous.
+    """
+    counts_old: dict[str, int] = defaultdict(int)
+    counts_new: dict[str, int] = defaultdict(int)
+    for name, _, _ in old:
+        counts_old[name] += 1
+    for name, _, _ in new:
+        counts_new[name] += 1
+    common = {n for n, c in counts_old.items() if c == 1 and counts_new.get(n) == 1}
+    b = [n for n, _, _ in new if n in common]
+    if [n for n, _, _ in old if n in common] == b:
+        return set()
+    new_digest = {n: d for n, _, d in new}
+    # An edited definition keeps few of its lines in place; an unchanged one keeps them all.
+    a = [(n, lines if new_digest[n] == d else 1) for n, lines, d in old if n in common]
+    # heaviest common subsequence
+    m = len(b)
+    best = [[0] * (m + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) - 1, -1, -1):
+        name, weight = a[i]
+        row, below = best[i], best[i + 1]
+        for j in range(m - 1, -1, -1):
+            if name == b[j]:
+                row[j] = weight + below[j + 1]
+            else:
+                row[j] = max(below[j], row[j + 1])
+    kept = set()
+    i = j = 0
+    while i < len(a) and j < m:
+        if a[i][0] == b[j] and best[i][j] == a[i][1] + best[i + 1][j + 1]:
+            kept.add(b[j])
+            i += 1
+            j += 1
+        elif best[i + 1][j] >= best[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return common - kept
 
 
 def _pair(

@@ -2,36 +2,65 @@
 
 Reads: the bytes of one file and its repository path; nothing else (no git, no imports of the
 analysed code, which never runs).
-Writes: nothing; `find_kernels` returns `Kernel` values sorted by position in the file.
-Refuses: Python that neither tree-sitter nor CPython can parse (`UnparsableSource`; where only
-tree-sitter's grammar trips, the kernels are still read) and bytes that are not UTF-8
-(`UnicodeDecodeError`, left untouched for the caller to count as a skip).
+Writes: nothing; `scan_file` returns the file's kernels sorted by position and the order of its
+top-level definitions, `find_kernels` the kernels alone.
+Refuses: Python that neither tree-sitter nor CPython can parse (`find_kernels` raises
+`UnparsableSource`; `scan_file` reads what tree-sitter recovers and says where the error is;
+where only tree-sitter's grammar trips, the kernels are read as usual) and bytes that are not
+UTF-8 (`UnicodeDecodeError`, left untouched for the caller to count as a skip).
 
 A kernel is a `def` decorated with `triton.jit` / `triton.autotune(...)` /
-`triton.heuristics(...)` through whatever alias the file's imports set up, a
-`name = triton.jit(fn)` assignment, the source string of an Inductor `TritonTemplate(...)`, or
-a whole `*.jinja` template file. Each file is parsed once and walked once; everything else is
-looked up in what that walk collected.
+`triton.heuristics(...)` through whatever alias the file's imports set up (kind `jit`), or
+with `gluon.jit` from `triton.experimental.gluon` (kind `gluon`); a
+`name = triton.jit(fn)` / `name = triton.autotune(...)(fn)` assignment (kind `assigned`; a
+jit def wrapped this way is that one kernel, not two); the source string of an Inductor
+`TritonTemplate(...)` or a whole `*.jinja` template file (kind `template`); code that writes
+kernel source as text (kind `generated`, see `mining.text_kernels`). Each file is parsed once
+and walked once; everything else is looked up in what that walk collected.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import logging
 import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from mining.digests import code_digests, jinja_kernel, template_kernel
+from mining.digests import code_digests, jinja_kernel
 from mining.errors import MiningError
-from mining.model import Kernel, KernelKind, KernelRole, LaunchSite, Span
+from mining.launches import RawLaunch, launch_sites
+from mining.model import Kernel, KernelKind, KernelRole
+from mining.syntax import (
+    dotted,
+    first_error_line,
+    keyword,
+    name_of,
+    outer,
+    params,
+    parse_python,
+    positional,
+    span_of,
+    text,
+)
+from mining.text_kernels import generated_kernels, is_kernel_text, template_kernels
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser, Tree
+    from tree_sitter import Node
+
+__all__ = [
+    "FileKernels",
+    "Layout",
+    "UnparsableSource",
+    "find_kernels",
+    "might_contain_kernels",
+    "parse_python",
+    "scan_file",
+]
 
 log = logging.getLogger(__name__)
 
-_TRITON_BYTES = re.compile(rb"[Tt]riton")
 _KERNEL_WORDS = re.compile(rb"jit|autotune|heuristics|TritonTemplate")
 
 # Fully qualified names that make a decorator (or a wrapping call) a Triton one. The submodule
@@ -45,159 +74,120 @@ _ROLES = {
     "triton.heuristics": "heuristics",
     "triton.runtime.heuristics": "heuristics",
     "triton.runtime.autotuner.heuristics": "heuristics",
+    "triton.experimental.gluon.jit": "gluon",
+    "triton.experimental.gluon._runtime.jit": "gluon",
 }
-_STAR_EXPORTS = {"triton": ("jit", "autotune", "heuristics")}
+_STAR_EXPORTS = {"triton": ("jit", "autotune", "heuristics"), "triton.experimental.gluon": ("jit",)}
+# Spellings that count without an import: frameworks re-export these modules
+# (`from vllm.triton_utils import triton`), which no import in the file resolves.
+_LITERAL = {"triton": "triton", "gluon": "triton.experimental.gluon"}
+_COMPILERS = ("jit", "gluon")  # roles that compile a function (the others wrap a compiled one)
+_BLOCKS = frozenset(
+    {"if_statement", "try_statement", "with_statement", "else_clause", "elif_clause",
+     "except_clause", "finally_clause"}
+)  # fmt: skip
 
-# Containers whose trailing comma is cosmetic (formatters add or drop it); a tuple's is not.
-_PARAM_SKIP = frozenset({"(", ")", ",", "comment", "keyword_separator", "positional_separator"})
-_PARSER: Parser | None = None
+# The file's top-level definitions in order: (name, lines, digest of the text).
+Layout = tuple[tuple[str, int, str], ...]
 
 
 class UnparsableSource(MiningError):
-    """tree-sitter found a syntax error in a Python file."""
+    """tree-sitter found a syntax error in a Python file, and CPython agrees."""
+
+
+@dataclass(frozen=True)
+class FileKernels:
+    """One file version's kernels, its layout, and where it fails to parse (None: it parses)."""
+
+    kernels: tuple[Kernel, ...] = ()
+    layout: Layout = ()
+    error_line: int | None = None
+
+
+NO_KERNELS = FileKernels()
 
 
 def might_contain_kernels(path: str, data: bytes) -> bool:
     """Cheap byte-level prefilter: can this blob hold a kernel at all?"""
     if path.endswith(".py"):
-        return _TRITON_BYTES.search(data) is not None
+        return _names_triton(data)
     if path.endswith(".jinja"):
         return b"def_kernel" in data or b"tl." in data
     return False
 
 
+def _names_triton(data: bytes) -> bool:
+    # Plain substring tests: much faster than a regular expression over hundreds of MB of blobs.
+    return b"riton" in data or b"gluon" in data
+
+
 def find_kernels(source: bytes, path: str) -> list[Kernel]:
     """Every Triton kernel of one file version, sorted by span start."""
-    text = source.decode("utf-8")  # raises UnicodeDecodeError for the caller to count
+    found = scan_file(source, path)
+    if found.error_line is not None:
+        raise UnparsableSource(f"{path}: syntax error near line {found.error_line}")
+    return list(found.kernels)
+
+
+def scan_file(source: bytes, path: str) -> FileKernels:
+    """Kernels and layout of one file version; a syntax error is reported, not raised."""
+    text_ = source.decode("utf-8")  # raises UnicodeDecodeError for the caller to count
     if path.endswith(".jinja"):
         if not might_contain_kernels(path, source):
-            return []
-        return [jinja_kernel(text, source, path)]
-    if _TRITON_BYTES.search(source) is None or _KERNEL_WORDS.search(source) is None:
+            return NO_KERNELS
+        return FileKernels((jinja_kernel(text_, source, path),))
+    if not _names_triton(source) or _KERNEL_WORDS.search(source) is None:
         # Every kernel form spells one of these words somewhere in the file (in the decorator,
         # the wrapping call or the import of an alias), so the parse can be skipped.
-        return []
-    tree = _parser().parse(source)
-    root = tree.root_node
+        return NO_KERNELS
+    root = parse_python(source).root_node
+    error_line = None
     if root.has_error:
         # tree-sitter-python lags the language in places (`return x, *rest`); CPython is the
         # judge of what is valid Python, and the error nodes then stay local to such a line.
         try:
             ast.parse(source)
         except (SyntaxError, ValueError):
-            raise UnparsableSource(
-                f"{path}: syntax error near line {_first_error_line(root)}"
-            ) from None
-        log.debug(
-            "%s: tree-sitter error near line %d, valid for CPython", path, _first_error_line(root)
-        )
-    scan = _Scan(source)
-    scan.walk(root)
-    kernels = scan.jit_kernels(path) + scan.assigned_kernels(path) + scan.template_kernels(path)
-    kernels = scan.with_roles(kernels)
-    kernels.sort(key=lambda k: k.span.start_byte)
-    return kernels
+            error_line = first_error_line(root)
+        if error_line is None:
+            line = first_error_line(root)
+            log.debug("%s: tree-sitter error near line %d, valid for CPython", path, line)
+    scan = FileScan(source)
+    try:
+        scan.walk(root)
+        kernels = scan.kernels(path)
+    except (StopIteration, AttributeError, IndexError, ValueError, AssertionError):
+        if error_line is None:
+            raise
+        # The recovered tree of a broken file can take shapes valid code never has.
+        raise UnparsableSource(f"{path}: syntax error near line {error_line}") from None
+    return FileKernels(tuple(kernels), _layout(root), error_line)
 
 
-def parse_python(source: bytes) -> Tree:
-    """Parse Python source with the shared tree-sitter parser (syntax errors stay in the tree)."""
-    return _parser().parse(source)
-
-
-def _parser() -> Parser:
-    # Built lazily and once per process: importing this module stays cheap and every worker of
-    # a process pool pays for the language only once.
-    global _PARSER
-    if _PARSER is None:
-        import tree_sitter
-        import tree_sitter_python
-
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
-    return _PARSER
-
-
-def _first_error_line(root: Node) -> int:
-    node = root
-    while not (node.is_error or node.is_missing):
-        child = next((c for c in node.children if c.has_error), None)
-        if child is None:
-            break
-        node = child
-    return node.start_point.row + 1
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _dotted(node: Node) -> list[str] | None:
-    """`a.b.c` as ["a", "b", "c"]; None for anything but a chain of plain names."""
-    if node.type not in ("identifier", "attribute"):
-        return None
-    parts = "".join(_text(node).split()).split(".")
-    return parts if all(p.isidentifier() for p in parts) else None
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8")
-
-
-def _name(node: Node) -> str:
-    """The name of a def or class."""
-    return _text(node.child_by_field_name("name") or node)
-
-
-def _span(node: Node) -> Span:
-    return Span(node.start_point.row + 1, node.end_point.row + 1, node.start_byte, node.end_byte)
-
-
-def _positional(args: Node | None) -> list[Node]:
-    if args is None or args.type != "argument_list":
-        return []
-    skip = ("keyword_argument", "list_splat", "dictionary_splat", "comment")
-    return [c for c in args.named_children if c.type not in skip]
-
-
-def _keyword(args: Node | None, name: str) -> Node | None:
-    if args is None or args.type != "argument_list":
-        return None
-    for c in args.named_children:
-        if c.type == "keyword_argument":
-            key = c.child_by_field_name("name")
-            if key is not None and key.text == name.encode():
-                return c.child_by_field_name("value")
-    return None
-
-
-def _params(fn: Node) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(signature, parameter names, constexpr parameter names) of a function_definition."""
-    name = _name(fn)
-    plist = fn.child_by_field_name("parameters")
-    if plist is None:
-        return f"def {name}()", (), ()
-    text = plist.text or b""
-    # Comments inside the parameter list are not part of the signature.
-    for c in reversed(plist.children):
-        if c.type == "comment":
-            lo, hi = c.start_byte - plist.start_byte, c.end_byte - plist.start_byte
-            text = text[:lo] + text[hi:]
-    inner = _collapse(text.decode("utf-8")[1:-1])
-    names: list[str] = []
-    constexpr: list[str] = []
-    for p in plist.children:
-        if p.type in _PARAM_SKIP:
+def _layout(root: Node) -> Layout:
+    """Top-level definitions in order (inside top-level if/try/with blocks too)."""
+    out: list[tuple[str, int, str]] = []
+    stack = list(reversed(root.named_children))
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind in _BLOCKS or kind == "block":
+            stack.extend(reversed(node.named_children))
             continue
-        head = p.child_by_field_name("name") if p.type.endswith("default_parameter") else p
-        if head is not None and p.type == "typed_parameter":
-            head = p.named_children[0]
-        if head is None:
-            continue
-        pname = _text(head).replace(" ", "") if head.type.endswith("splat_pattern") else _text(head)
-        names.append(pname)
-        ann = p.child_by_field_name("type")
-        if ann is not None and "".join(_text(ann).split()).strip("'\"").endswith("constexpr"):
-            constexpr.append(pname.lstrip("*"))
-    return f"def {name}({inner})", tuple(names), tuple(constexpr)
+        name = None
+        if kind == "decorated_definition":
+            defn = node.child_by_field_name("definition")
+            name = name_of(defn) if defn is not None else None
+        elif kind in ("function_definition", "class_definition"):
+            name = name_of(node)
+        elif kind == "expression_statement" and node.named_children:
+            first = node.named_children[0]
+            left = first.child_by_field_name("left") if first.type == "assignment" else None
+            name = text(left) if left is not None and left.type == "identifier" else None
+        if name:
+            lines = node.end_point.row - node.start_point.row + 1
+            out.append((name, lines, hashlib.sha1(node.text or b"").hexdigest()))
+    return tuple(out)
 
 
 @dataclass
@@ -205,12 +195,12 @@ class _Decor:
     """One Triton layer around a kernel: a decorator or a wrapping call."""
 
     text: str
-    role: str | None  # jit | autotune | heuristics | None for a foreign decorator
+    role: str | None  # jit | gluon | autotune | heuristics | None for a foreign decorator
     args: Node | None
 
 
 @dataclass
-class _Scan:
+class FileScan:
     """What one walk over a parsed file collects; kernels are assembled from it afterwards."""
 
     src: bytes
@@ -220,30 +210,39 @@ class _Scan:
     decorated: list[tuple[Node, Node, str]] = field(default_factory=list)
     assigned: list[tuple[Node, Node, str]] = field(default_factory=list)
     calls: dict[str, list[int]] = field(default_factory=dict)
-    launches: dict[str, list[tuple[Node, Node, str | None]]] = field(default_factory=dict)
+    launches: dict[str, list[RawLaunch]] = field(default_factory=dict)
     templates: list[tuple[Node, str]] = field(default_factory=list)
+    # strings that may hold kernel source: (node, enclosing scope, enclosing def or None)
+    texts: list[tuple[Node, tuple[str, ...], Node | None]] = field(default_factory=list)
     # byte ranges of each found kernel's code, keyed by the kernel's span start
     bodies: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
     def walk(self, root: Node) -> None:
         # Iterative, not recursive: long `a + b + ...` chains nest deeper than Python's stack.
-        stack: list[tuple[Node, tuple[str, ...], str | None]] = [(root, (), None)]
+        stack: list[tuple[Node, tuple[str, ...], str | None, Node | None]] = [
+            (root, (), None, None)
+        ]
         while stack:
-            node, scope, func = stack.pop()
+            node, scope, func, fnode = stack.pop()
             kind = node.type
-            if kind in ("string", "comment", "concatenated_string"):
+            if kind in ("string", "concatenated_string"):
+                if is_kernel_text(node.text or b""):
+                    self.texts.append((node, scope, fnode))
+                continue
+            if kind == "comment":
                 continue
             if kind == "function_definition":
-                name = _name(node)
+                name = name_of(node)
                 scope = (*scope, name)
                 func = ".".join(scope)
+                fnode = node
                 self.functions.setdefault(name, []).append(node)
             elif kind == "class_definition":
-                scope = (*scope, _name(node))
+                scope = (*scope, name_of(node))
             elif kind == "decorated_definition":
                 defn = node.child_by_field_name("definition")
                 if defn is not None and defn.type == "function_definition":
-                    name = _name(defn)
+                    name = name_of(defn)
                     self.decorated.append((node, defn, ".".join((*scope, name))))
             elif kind in ("import_statement", "import_from_statement"):
                 self._import(node)
@@ -251,7 +250,7 @@ class _Scan:
                 self._assignment(node, scope)
             elif kind == "call":
                 self._call(node, scope, func)
-            stack.extend((c, scope, func) for c in reversed(node.children) if c.child_count)
+            stack.extend((c, scope, func, fnode) for c in reversed(node.children) if c.child_count)
         self._module_aliases()
 
     def _import(self, node: Node) -> None:
@@ -259,49 +258,49 @@ class _Scan:
         mod_node = node.child_by_field_name("module_name")  # None for a plain `import`
         if mod_node is not None and mod_node.type != "dotted_name":
             return  # relative imports never name triton itself
-        prefix = "".join(_text(mod_node).split()) + "." if mod_node is not None else ""
+        prefix = "".join(text(mod_node).split()) + "." if mod_node is not None else ""
         for c in node.named_children:
             if c.type == "wildcard_import":
                 for name in _STAR_EXPORTS.get(prefix[:-1], ()):
                     self.aliases.setdefault(name, set()).add(prefix + name)
             elif c.type == "dotted_name" and c is not mod_node:
-                name = "".join(_text(c).split())
+                name = "".join(text(c).split())
                 bound = name if prefix else name.split(".")[0]  # `import a.b` binds `a`
                 self.aliases.setdefault(bound, set()).add(prefix + bound)
             elif c.type == "aliased_import":
                 target, alias = c.child_by_field_name("name"), c.child_by_field_name("alias")
                 if target is not None and alias is not None:
-                    full = prefix + "".join(_text(target).split())
-                    self.aliases.setdefault(_text(alias), set()).add(full)
+                    full = prefix + "".join(text(target).split())
+                    self.aliases.setdefault(text(alias), set()).add(full)
 
     def _assignment(self, node: Node, scope: tuple[str, ...]) -> None:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if left is None or right is None:
             return
         if not scope and left.type == "identifier":
-            self.module_values.setdefault(_text(left), []).append(right)
+            self.module_values.setdefault(text(left), []).append(right)
         if right.type == "call" and left.type in ("identifier", "attribute"):
             target = left if left.type == "identifier" else left.child_by_field_name("attribute")
             stmt = node.parent
             if target is not None and stmt is not None and stmt.type == "expression_statement":
-                self.assigned.append((stmt, right, ".".join((*scope, _text(target)))))
+                self.assigned.append((stmt, right, ".".join((*scope, text(target)))))
 
     def _call(self, node: Node, scope: tuple[str, ...], func: str | None) -> None:
         callee = node.child_by_field_name("function")
         if callee is None:
             return
         if callee.type == "identifier":
-            name = _text(callee)
+            name = text(callee)
             self.calls.setdefault(name, []).append(node.start_byte)
         elif callee.type == "attribute":
             attr = callee.child_by_field_name("attribute")
-            name = _text(attr) if attr is not None else ""
+            name = text(attr) if attr is not None else ""
         elif callee.type == "subscript":
             value = callee.child_by_field_name("value")
             if value is not None and value.type == "attribute":
                 value = value.child_by_field_name("attribute")
             if value is not None and value.type == "identifier":
-                self.launches.setdefault(_text(value), []).append((node, callee, func))
+                self.launches.setdefault(text(value), []).append((node, callee, func))
             return
         else:
             return
@@ -311,13 +310,14 @@ class _Scan:
     # ---- resolution, after the walk has seen every import ----
 
     def _role(self, node: Node | None) -> str | None:
-        parts = _dotted(node) if node is not None else None
+        parts = dotted(node) if node is not None else None
         if not parts:
             return None
         head, rest = parts[0], parts[1:]
-        # The literal spelling always counts too: frameworks re-export the module
-        # (`from vllm.triton_utils import triton`), which no import in the file resolves.
-        for target in {head} | self.aliases.get(head, set()):
+        targets = set(self.aliases.get(head, ()))
+        if head in _LITERAL:
+            targets.add(_LITERAL[head])
+        for target in targets:
             full = [*target.split("."), *rest]
             if "triton" in full:
                 at = len(full) - 1 - full[::-1].index("triton")
@@ -326,7 +326,8 @@ class _Scan:
                     return role
         return None
 
-    def _binding(self, name: str, before: int) -> Node | None:
+    def binding(self, name: str, before: int) -> Node | None:
+        """The module-level value bound to `name` closest before `before` (else the last)."""
         values = self.module_values.get(name)
         if not values:
             return None
@@ -342,11 +343,11 @@ class _Scan:
                     key = next(k for k, r in _ROLES.items() if r == role_name)
                     self.aliases.setdefault(name, set()).add(key)
 
-    def _decor(self, expr: Node, text: str) -> _Decor:
+    def _decor(self, expr: Node, text_: str) -> _Decor:
         if expr.type != "call":
-            return _Decor(text, self._role(expr), None)
+            return _Decor(text_, self._role(expr), None)
         callee, args = expr.child_by_field_name("function"), expr.child_by_field_name("arguments")
-        return _Decor(text, self._role(callee), args)
+        return _Decor(text_, self._role(callee), args)
 
     def _meta(self, layers: list[_Decor], at: int) -> tuple[str | None, str | None]:
         """(autotune configs, heuristics) texts of a kernel's Triton layers."""
@@ -354,57 +355,62 @@ class _Scan:
         heuristics: list[str] = []
         for d in layers:
             if d.role == "autotune" and configs is None:
-                node = _keyword(d.args, "configs") or next(iter(_positional(d.args)), None)
+                node = keyword(d.args, "configs") or next(iter(positional(d.args)), None)
                 if node is not None and node.type == "identifier":
-                    node = self._binding(_text(node), at) or node
-                configs = _text(node) if node is not None else None
+                    node = self.binding(text(node), at) or node
+                configs = text(node) if node is not None else None
             elif d.role == "heuristics":
-                node = _keyword(d.args, "values") or next(iter(_positional(d.args)), None)
+                node = keyword(d.args, "values") or next(iter(positional(d.args)), None)
                 if node is not None:
-                    heuristics.append(_text(node))
+                    heuristics.append(text(node))
         return configs, "\n".join(heuristics) if heuristics else None
 
-    def _launches(self, name: str) -> tuple[tuple[LaunchSite, ...], tuple[str, ...]]:
-        """(launch sites, sorted wrapper names) of `name[grid](...)` calls in the file."""
-        sites = []
-        for call, sub, wrapper in self.launches.get(name, ()):
-            open_ = next(c for c in sub.children if c.type == "[")
-            grid = self.src[open_.end_byte : sub.children[-1].start_byte].decode("utf-8")
-            line = call.start_point.row + 1
-            sites.append(LaunchSite(line, wrapper, _collapse(grid), _collapse(_text(call))[:300]))
-        return tuple(sites), tuple(sorted({s.wrapper for s in sites if s.wrapper is not None}))
-
-    def jit_kernels(self, path: str) -> list[Kernel]:
-        out = []
-        for outer, fn, qualname in self.decorated:
+    def kernels(self, path: str) -> list[Kernel]:
+        """Every kernel the walk saw, helpers marked, sorted by position."""
+        layered: dict[int, tuple[Node, Node, str, list[_Decor]]] = {}
+        for outer_, fn, qualname in self.decorated:
             layers = [
-                self._decor(d.named_children[0], _text(d)[1:].strip())
-                for d in outer.children
+                self._decor(d.named_children[0], text(d)[1:].strip())
+                for d in outer_.children
                 if d.type == "decorator" and d.named_children
             ]
             if any(d.role for d in layers):
-                kernel = self._code_kernel(path, qualname, KernelKind.JIT, outer, fn, layers)
-                out.append(kernel)
-        return out
+                layered[outer_.start_byte] = (outer_, fn, qualname, layers)
+        assigned, absorbed = self._assigned_kernels(path, layered)
+        found = [
+            self._code_kernel(path, qualname, _def_kind(layers), outer_, fn, layers)
+            for start, (outer_, fn, qualname, layers) in layered.items()
+            if start not in absorbed
+        ]
+        found += assigned + template_kernels(self, path)
+        taken = {k.span.start_byte for k in found}
+        found += [k for k in generated_kernels(self, path) if k.span.start_byte not in taken]
+        found = self._with_roles(found)
+        found.sort(key=lambda k: k.span.start_byte)
+        return found
 
     def _code_kernel(
         self, path: str, qualname: str, kind: KernelKind, span: Node, fn: Node | None,
-        layers: list[_Decor],
+        layers: list[_Decor], also_launched_as: str | None = None,
     ) -> Kernel:  # fmt: skip
         """A jit or assigned kernel: `span` is where it is declared, `fn` the def it compiles."""
         name = qualname.rsplit(".", 1)[-1]
-        nodes = [span] if fn is None or kind is KernelKind.JIT else [_outer(fn), span]
-        signature, params, constexpr = _params(fn) if fn is not None else ("", (), ())
+        nodes = [span] if fn is None or kind is not KernelKind.ASSIGNED else [outer(fn), span]
+        signature, names, constexpr = params(fn) if fn is not None else ("", (), ())
         configs, heuristics = self._meta(layers, span.start_byte)
-        sites, wrappers = self._launches(name)
+        raw = list(self.launches.get(name, ()))
+        if also_launched_as and also_launched_as != name:
+            raw += self.launches.get(also_launched_as, ())
+            raw.sort(key=lambda launch: launch[0].start_byte)
+        sites, wrappers = launch_sites(raw)
         self.bodies[span.start_byte] = [(n.start_byte, n.end_byte) for n in nodes]
-        source = "\n".join(_text(n) for n in nodes)
+        source = "\n".join(text(n) for n in nodes)
         token_digest, body_digest = code_digests(source, name, nodes)
         return Kernel(
             name=name, qualname=qualname, file=path,
             kind=kind,
-            role=KernelRole.KERNEL, span=_span(span), decorators=tuple(d.text for d in layers),
-            signature=signature, params=params, constexpr_params=constexpr,
+            role=KernelRole.KERNEL, span=span_of(span), decorators=tuple(d.text for d in layers),
+            signature=signature, params=names, constexpr_params=constexpr,
             autotune_configs=configs, heuristics=heuristics, launch_sites=sites,
             wrappers=wrappers, source=source,
             token_digest=token_digest, body_digest=body_digest,
@@ -415,28 +421,43 @@ class _Scan:
         layers: list[_Decor] = []
         while expr.type == "call":
             callee = expr.child_by_field_name("function")
-            first = next(iter(_positional(expr.child_by_field_name("arguments"))), None)
+            first = next(iter(positional(expr.child_by_field_name("arguments"))), None)
             if callee is None or first is None:
                 break
-            if self._role(callee) == "jit":  # triton.jit(fn); autotune(cfgs) alone is no kernel
-                layers.append(_Decor(_text(callee), "jit", None))
+            role = self._role(callee)
+            if role in _COMPILERS:  # triton.jit(fn); autotune(cfgs) alone is no kernel
+                layers.append(_Decor(text(callee), role, None))
             elif callee.type == "call" and self._decor(callee, "").role:
-                layers.append(self._decor(callee, _text(callee)))  # triton.autotune(...)(fn)
+                layers.append(self._decor(callee, text(callee)))  # triton.autotune(...)(fn)
             else:
                 break
             expr = first
         return (layers, expr) if layers else None
 
-    def assigned_kernels(self, path: str) -> list[Kernel]:
+    def _assigned_kernels(
+        self, path: str, layered: dict[int, tuple[Node, Node, str, list[_Decor]]]
+    ) -> tuple[list[Kernel], set[int]]:
+        """Assigned kernels, and the span starts of the jit defs they wrap (one kernel each)."""
         out = []
+        absorbed: set[int] = set()
         for stmt, rhs, qualname in self.assigned:
             found = self._unwrap(rhs)
-            if found is not None:
-                layers, base = found
-                fn = self._function(_text(base), stmt.start_byte)
-                kind = KernelKind.ASSIGNED
-                out.append(self._code_kernel(path, qualname, kind, stmt, fn, layers))
-        return out
+            if found is None:
+                continue
+            layers, base = found
+            if base.type in ("attribute", "subscript") or _is_parameter(base, stmt):
+                # `triton.autotune(...)(kernel.fn)`: a kernel object that exists only at run
+                # time, compiled elsewhere; no source of this file is a kernel here.
+                continue
+            fn = self._function(text(base), stmt.start_byte)
+            wrapped = layered.get(outer(fn).start_byte) if fn is not None else None
+            if wrapped is not None:
+                absorbed.add(wrapped[0].start_byte)
+                layers = layers + wrapped[3]
+            kind = KernelKind.ASSIGNED
+            also = name_of(fn) if wrapped is not None and fn is not None else None
+            out.append(self._code_kernel(path, qualname, kind, stmt, fn, layers, also))
+        return out, absorbed
 
     def _function(self, name: str, before: int) -> Node | None:
         """The def of `name` closest before `before` (else the first after), if any."""
@@ -446,63 +467,7 @@ class _Scan:
         earlier = [d for d in defs if d.start_byte < before]
         return (earlier or defs)[-1]
 
-    def _string(self, node: Node | None, at: int, depth: int = 0) -> str | None:
-        """The value of a string expression, as far as the file itself determines it."""
-        if node is None or depth > 8:
-            return None
-        kind = node.type
-        if kind == "string":
-            if not any(c.type == "interpolation" for c in node.children):
-                try:
-                    value = ast.literal_eval(_text(node))
-                except (ValueError, SyntaxError):
-                    value = None
-                if isinstance(value, str):
-                    return value
-            # f-strings and odd literals: the raw text between the quotes
-            return "".join(_text(c) for c in node.children[1:-1])
-        if kind == "concatenated_string":
-            return "".join(self._string(c, at, depth + 1) or "" for c in node.named_children)
-        if kind == "parenthesized_expression" and node.named_children:
-            return self._string(node.named_children[0], at, depth + 1)
-        if kind == "binary_operator" and _text(node.child_by_field_name("operator") or node) == "+":
-            parts = [
-                self._string(node.child_by_field_name(side), at, depth + 1)
-                for side in ("left", "right")
-            ]
-            if all(p is None for p in parts):
-                return None
-            return "".join(p or "" for p in parts)
-        if kind == "identifier":
-            return self._string(self._binding(_text(node), at), at, depth + 1)
-        return None
-
-    def template_kernels(self, path: str) -> list[Kernel]:
-        out = []
-        for call, prefix in self.templates:
-            args = call.child_by_field_name("arguments")
-            text = self._string(_keyword(args, "source"), call.start_byte)
-            if not text:
-                # no source=, or one only known at run time (a template file loaded by name)
-                log.debug(
-                    "%s:%d: TritonTemplate source not resolvable", path, call.start_point.row + 1
-                )
-                continue
-            name = self._string(_keyword(args, "name"), call.start_byte)
-            span_node: Node = call
-            assign = call.parent
-            if assign is not None and assign.type == "assignment":
-                left = assign.child_by_field_name("left")
-                if left is not None and left.type == "identifier":
-                    name = name or _text(left)
-                if assign.parent is not None and assign.parent.type == "expression_statement":
-                    span_node = assign.parent
-            name = name or "TritonTemplate"
-            qualname = f"{prefix}.{name}" if prefix else name
-            out.append(template_kernel(name, qualname, path, _span(span_node), text))
-        return out
-
-    def with_roles(self, kernels: list[Kernel]) -> list[Kernel]:
+    def _with_roles(self, kernels: list[Kernel]) -> list[Kernel]:
         """Mark as helpers the kernels that another kernel's body calls by name."""
         bodies = [
             (lo, hi, i)
@@ -510,13 +475,25 @@ class _Scan:
             for lo, hi in self.bodies.get(k.span.start_byte, ())
         ]
         out = []
+        textual = (KernelKind.TEMPLATE, KernelKind.GENERATED)
         for i, k in enumerate(kernels):
-            calls = self.calls.get(k.name, ()) if k.kind is not KernelKind.TEMPLATE else ()
+            calls = self.calls.get(k.name, ()) if k.kind not in textual else ()
             helper = any(lo <= pos < hi and j != i for pos in calls for lo, hi, j in bodies)
             out.append(replace(k, role=KernelRole.HELPER) if helper else k)
         return out
 
 
-def _outer(fn: Node) -> Node:
-    parent = fn.parent
-    return parent if parent is not None and parent.type == "decorated_definition" else fn
+def _def_kind(layers: list[_Decor]) -> KernelKind:
+    return KernelKind.GLUON if any(d.role == "gluon" for d in layers) else KernelKind.JIT
+
+
+def _is_parameter(node: Node, at: Node) -> bool:
+    """`node` is a name bound by a parameter of the function around `at`."""
+    if node.type != "identifier":
+        return False
+    fn = at.parent
+    while fn is not None and fn.type not in ("function_definition", "lambda"):
+        fn = fn.parent
+    if fn is None or fn.type != "function_definition":
+        return False
+    return text(node) in {p.lstrip("*") for p in params(fn)[1]}

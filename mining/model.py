@@ -22,7 +22,8 @@ class ChangeKind(StrEnum):
     ADDED = "added"
     DELETED = "deleted"
     MODIFIED = "modified"  # body or signature changed in substance
-    MOVED = "moved"  # same tokens, now in another file
+    MOVED = "moved"  # same tokens, elsewhere: another file, another name, or another place in
+    # its file (then file == old_file)
     RENAMED_FILE = "renamed_file"  # same tokens, its file was renamed
     FORMATTING_ONLY = "formatting_only"  # token-identical ignoring whitespace and comments
     LAUNCH_CHANGED = "launch_changed"  # kernel untouched, the calls that launch it changed
@@ -34,6 +35,8 @@ class KernelKind(StrEnum):
     JIT = "jit"  # a def under @triton.jit / @triton.autotune / @triton.heuristics
     ASSIGNED = "assigned"  # name = triton.jit(fn)
     TEMPLATE = "template"  # Triton source in an Inductor-style template string
+    GLUON = "gluon"  # a def under @gluon.jit (triton.experimental.gluon)
+    GENERATED = "generated"  # code that writes kernel source: a string constant or a builder
 
 
 class KernelRole(StrEnum):
@@ -106,6 +109,9 @@ class KernelChange:
     old_file: str | None  # path in the parent, None for added kernels
     before: Kernel | None
     after: Kernel | None
+    # one version of a file involved does not parse: the change is read from what tree-sitter
+    # recovers of it
+    uncertain: bool = False
 
     @property
     def kernel(self) -> Kernel:
@@ -184,6 +190,7 @@ class Candidate:
     # for readers of candidates.jsonl: counts of files, lines and kernel changes by kind
     stats: dict[str, Any] = derived()
     github: GithubInfo | None = None
+    root: bool = False  # the history's first commit, diffed against the empty tree (no parent)
 
     def __post_init__(self) -> None:
         set_derived(
@@ -216,9 +223,15 @@ class CrawlSummary:
     kernel_changes: dict[str, int] = field(default_factory=dict)
     skipped_files: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    kernel_kinds: dict[str, int] = field(default_factory=dict)  # changes by kernel kind
+    uncertain_changes: int = 0
+    partly_parsed_files: int = 0  # one version did not parse; the other was analysed
 
     def count_change(self, kind: str) -> None:
         self.kernel_changes[kind] = self.kernel_changes.get(kind, 0) + 1
+
+    def count_kind(self, kind: str) -> None:
+        self.kernel_kinds[kind] = self.kernel_kinds.get(kind, 0) + 1
 
     def count_skip(self, reason: str) -> None:
         self.skipped_files[reason] = self.skipped_files.get(reason, 0) + 1

@@ -176,12 +176,15 @@ def test_merge_commit_is_diffed_against_first_parent(base: TinyRepo, tmp_path: P
     assert "* 2.0" in (cand.kernel_changes[0].after.source if cand.kernel_changes[0].after else "")
 
 
-def test_unparsable_file_is_skipped_not_reported_deleted(base: TinyRepo, tmp_path: Path) -> None:
-    base.write("pkg/ops/add.py", ADD_KERNEL)
-    base.commit("Add kernel (#1)")
-    base.write("pkg/ops/add.py", ADD_KERNEL.replace("def add(x, y):", "def add(x, y:"))
+def test_file_unparsable_in_both_versions_is_skipped_not_reported_deleted(
+    base: TinyRepo, tmp_path: Path
+) -> None:
+    broken = ADD_KERNEL.replace("def add(x, y):", "def add(x, y:")
+    base.write("pkg/ops/add.py", broken)
+    base.commit("Add a broken file (#1)")
+    base.write("pkg/ops/add.py", broken.replace("x + y, mask", "x - y, mask"))
     base.write("pkg/ops/scale.py", SCALE_KERNEL)
-    base.commit("Broken file plus a new kernel (#2)")
+    base.commit("Still broken, plus a new kernel (#2)")
     crawl(base, tmp_path / "out")
     cand = candidates(tmp_path / "out", base)[1]
     assert changes_of(cand) == [("scale_kernel", "added")]

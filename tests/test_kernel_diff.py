@@ -161,3 +161,31 @@ def test_changed_launch_parameters_with_an_untouched_kernel() -> None:
     assert summary(before, after) == [("kern", ChangeKind.LAUNCH_CHANGED, "ops/a.py", "ops/a.py")]
     moved_down = {"ops/a.py": kernel("kern") + "\n\n# a comment that shifts lines\n" + wrapper}
     assert summary(before, moved_down) == []
+
+
+def scanned(files: dict[str, str]):
+    from mining.kernels import scan_file
+
+    found = {path: scan_file((HEAD + src).encode(), path) for path, src in files.items()}
+    return {p: f.kernels for p, f in found.items()}, {p: f.layout for p, f in found.items()}
+
+
+def host(name: str, lines: int, edit: str = "") -> str:
+    body = "".join(f"    y{i} = x + {i}{edit}\n" for i in range(lines))
+    return f"def {name}(x):\n{body}    return x\n"
+
+
+def test_a_kernel_changing_places_with_host_code_is_moved_unless_the_host_code_changed() -> None:
+    k = kernel("k", "return x * 3")
+    before = {"a.py": kernel("first") + host("launch", 10) + k}
+    # The wrapper (12 lines) is heavier than the kernel (3): the kernel is what moved.
+    after = {"a.py": kernel("first") + k + host("launch", 10)}
+    (kb, lb), (ka, la) = scanned(before), scanned(after)
+    changes = diff_kernels(kb, ka, {}, lb, la)
+    assert [(c.name, c.change, c.file, c.old_file) for c in changes] == [
+        ("k", ChangeKind.MOVED, "a.py", "a.py")
+    ]
+    # An edited wrapper keeps few of its lines in place: it moved, around an untouched kernel.
+    edited = {"a.py": kernel("first") + k + host("launch", 10, " + 1")}
+    (kb, lb), (ka, la) = scanned(before), scanned(edited)
+    assert diff_kernels(kb, ka, {}, lb, la) == []

@@ -122,7 +122,7 @@ def test_candidate_json_line_keeps_its_layout() -> None:
     )  # fmt: skip
     keys = list(to_json(cand))
     assert keys[0] == "schema_version"
-    assert keys[-3:] == ["kernel_changes", "stats", "github"]
+    assert keys[-4:] == ["kernel_changes", "stats", "github", "root"]
     assert from_json(Candidate, to_json(cand)) == cand
 
 
