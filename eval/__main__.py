@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--out", type=Path, default=Path("runs/reference"), help="run logs")
     ref.add_argument("--force", action="store_true", help="rerun tasks that have reference.json")
     ref.add_argument(
+        "--reselect", action="store_true",
+        help="choose the test node ids again (a capped gold run with the launch capture)",
+    )  # fmt: skip
+    ref.add_argument(
         "--jobs", type=int, default=1, help="tasks run side by side (default 1: clean timings)"
     )
     sc = sub.add_parser(
@@ -165,8 +169,10 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
         old = tdir.load(TaskFile.REFERENCE, Reference)
         if old is None:
             continue
-        new = rejudge(tdir.load_task(), old)
+        new, verdict = rejudge(tdir.load_task(), old)
         n += 1
+        if verdict is not None:
+            tdir.record_verification(verdict, old.node_ids)
         if new != old:
             changed += 1
             tdir.store(TaskFile.REFERENCE, new)

@@ -51,7 +51,29 @@ class Backend(Protocol):
         run_dir: Path,
         run_index: int,
         prediction: Mapping[str, Any] | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> RunResult: ...
+
+
+def run_targets(task: Task, max_files: int, tree: Path) -> list[str]:
+    """What pytest is given: the task's chosen node ids, else its test files (ranked)."""
+    return list(task.tests.node_ids) or test_files(task, max_files, tree)
+
+
+def framework_env(task: Task) -> dict[str, str]:
+    """The framework's test hints (its registry entry's `tests.env`), multicast kept off."""
+    from core.frameworks import framework
+
+    return {**framework(task.framework).tests.env, **MULTICAST_OFF}
+
+
+# NVLink multicast can put a shared host's GPUs out of service: every test process runs with
+# it off, whatever the caller's environment says.
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 
 
 def _result(
@@ -119,11 +141,12 @@ class LocalBackend:
         run_dir: Path,
         run_index: int,
         prediction: Mapping[str, Any] | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> RunResult:
         tree = _tree(self.stores, self.scratch, task, tdir, variant, run_index, prediction)
         if isinstance(tree, RunResult):
             return tree
-        files = test_files(task, self.settings.max_test_files, tree)
+        files = run_targets(task, self.settings.max_test_files, tree)
         kernels = [k.name for k in task.kernels]
         raw = run_pytest(
             tree,
@@ -131,7 +154,7 @@ class LocalBackend:
             run_dir,
             timeout_s=self.settings.timeout_s,
             kernels=kernels,
-            extra_env=self.settings.extra_env,
+            extra_env={**framework_env(task), **self.settings.extra_env, **(extra_env or {})},
             isolated_timing=self.settings.isolated_timing,
         )
         if not self.settings.keep_trees:
@@ -187,6 +210,7 @@ class DockerBackend:
         run_dir: Path,
         run_index: int,
         prediction: Mapping[str, Any] | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> RunResult:
         import docker
 
@@ -194,14 +218,16 @@ class DockerBackend:
         if isinstance(tree, RunResult):
             return tree
         run_dir.mkdir(parents=True, exist_ok=True)
-        files = test_files(task, self.settings.max_test_files, tree)
+        files = run_targets(task, self.settings.max_test_files, tree)
         cmd = pytest_command(files, Path("/out/junit.xml"), self.python)
         env = {
             "PYTHONPATH": "/workspace/src:/opt/triton-pr-bench",
             "TPB_KERNELS": ",".join(k.name for k in task.kernels),
             "TPB_OUT": "/out/kernels.json",
             "TPB_ISOLATED": "1" if self.settings.isolated_timing else "0",
+            **framework_env(task),
             **self.settings.extra_env,
+            **(extra_env or {}),
         }
         requests = (
             [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else []

@@ -102,6 +102,10 @@ class Environment:
     triton: str
     python: str
     host: str
+    # the exact package set the tests saw (`name==version`, sorted) and its sha256: results of
+    # different package sets are never mixed in one verdict
+    packages: tuple[str, ...] = ()
+    packages_sha: str = ""
 
 
 @dataclass(frozen=True)
@@ -120,3 +124,6 @@ class Reference:
     flaky: tuple[str, ...]  # tests whose outcome changed between runs of one variant
     runs: tuple[RunResult, ...]
     schema_version: int = REFERENCE_SCHEMA_VERSION
+    node_ids: tuple[str, ...] = ()  # the tests the runs executed (chosen by the selection run)
+    selection: RunResult | None = None  # the gold run that chose them, when one ran
+    verification: str = ""  # the gate's status (task.json holds the verdict with its reason)

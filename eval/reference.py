@@ -1,23 +1,36 @@
-"""Reference runs: base and gold, several times each in alternating order, on one machine.
+"""Reference runs: the verification gate's evidence, on one machine.
 
-Reads: task directories through a `Backend`. Writes: `reference.json` into each task directory
-and the run logs under the run directory.
-A task is valid when the gold kernel passes its tests in every run and, for new ops and bug
-fixes, some test fails with the base kernel and passes with the gold (fail-to-pass). Tests whose
-outcome changes between runs of one variant are flaky and kept out of both lists.
+Reads: task directories through a `Backend`. Writes: `reference.json` (every run, the package
+set, the node ids) and the verdict into task.json (`verification`, `tests.node_ids`); run logs
+under the run directory.
+Steps: a task whose hardware this machine lacks is `out_of_scope` and nothing runs. Otherwise a
+selection run (the gold, once, capped, with the launch capture) keeps the test node ids that
+launch a target kernel and pass; then the setup state (base) and the gold run on exactly those,
+`runs` times each, alternating which goes first; `eval.gate` decides. Tests whose outcome
+changes between runs of one variant are flaky and kept out of both lists.
 """
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import statistics
 import subprocess
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
-from curation.model import Task, TaskType
+from curation.model import (
+    TargetRole,
+    Task,
+    TaskType,
+    Verification,
+    VerificationStatus,
+)
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
+from eval.gate import decide, environment_label, hardware_gap
 from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
 
 
@@ -47,8 +60,23 @@ def environment() -> Environment:
         driver = out.stdout.strip().splitlines()[0] if out.stdout.strip() else driver
     except (OSError, subprocess.TimeoutExpired):
         pass
+    packages = package_set()
+    digest = hashlib.sha256("\n".join(packages).encode()).hexdigest()
     return Environment(gpu, driver, cuda, torch_v, triton_v, platform.python_version(),
-                       platform.node())  # fmt: skip
+                       platform.node(), packages, digest)  # fmt: skip
+
+
+def package_set() -> tuple[str, ...]:
+    """`name==version` of every distribution this Python sees, sorted (the tests' package set:
+    they run on this interpreter)."""
+    from importlib import metadata
+
+    seen = {}
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name and name not in seen:
+            seen[name] = dist.version
+    return tuple(f"{n}=={v}" for n, v in sorted(seen.items()))
 
 
 def summarize(runs: Sequence[RunResult]) -> VariantSummary:
@@ -124,43 +152,108 @@ def judge(task: Task, base: Sequence[RunResult], gold: Sequence[RunResult]) -> t
     return (*lists, True, note)
 
 
+# The selection run: at most this many parametrizations of each test function and this many
+# tests in all (a full parametrized file of a kernel library compiles for minutes), then at
+# most MAX_NODE_IDS of the tests that launched a target and passed are kept.
+SELECT_PER_TEST = 2
+SELECT_MAX = 24
+MAX_NODE_IDS = 8
+
+
+def target_kernel_names(task: Task) -> set[str]:
+    """The kernel (and helper) names whose launches make a test exercise the task."""
+    names = {t.name.rsplit(".", 1)[-1] for t in task.targets if t.role is not TargetRole.WRAPPER}
+    return names or {k.name for k in task.kernels}
+
+
+def select_node_ids(
+    task: Task, tdir: TaskDir, backend: Backend, run_root: Path
+) -> tuple[tuple[str, ...], RunResult]:
+    """One gold run over the task's test files, capped, with the launch capture: the node ids
+    that launched a target kernel and passed, the PR's own tests first."""
+    env = {"TPB_SELECT_PER_TEST": str(SELECT_PER_TEST), "TPB_SELECT_MAX": str(SELECT_MAX),
+           "TPB_ISOLATED": "0"}  # fmt: skip
+    run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
+                      extra_env=env)  # fmt: skip
+    names = target_kernel_names(task)
+    launched = {n for k in run.kernels if k.kernel in names for n in k.nodes}
+    passed = [t.nodeid for t in run.tests if t.outcome == "passed" and t.nodeid in launched]
+    own = set(task.tests.changed_in_pr)
+    ranked = sorted(passed, key=lambda n: (n.split("::", 1)[0] not in own, passed.index(n)))
+    return tuple(ranked[:MAX_NODE_IDS]), run
+
+
 def run_reference(
-    task: Task, tdir: TaskDir, backend: Backend, run_root: Path, runs: int = 3
-) -> Reference:
-    """Base and gold `runs` times each, alternating which goes first; writes reference.json."""
+    task: Task,
+    tdir: TaskDir,
+    backend: Backend,
+    run_root: Path,
+    runs: int = 3,
+    *,
+    reselect: bool = False,
+    gpus_here: int = 1,
+) -> Reference | None:
+    """Choose the node ids (once), run base and gold `runs` times each on them, alternating
+    which goes first; the gate's verdict goes into task.json, the runs into reference.json.
+    None when the task's hardware is not here (its verdict says so; nothing ran)."""
+    env = environment()
+    gap = hardware_gap(task.requires, gpus_here)
+    if gap is not None:
+        when = datetime.now(UTC).isoformat(timespec="seconds")
+        verdict = Verification(VerificationStatus.OUT_OF_SCOPE, gap, when, environment_label(env))
+        tdir.record_verification(verdict)
+        return None
+    selection = None
+    node_ids = task.tests.node_ids
+    if reselect or not node_ids:
+        node_ids, selection = select_node_ids(task, tdir, backend, run_root)
+    task = replace(task, tests=replace(task.tests, node_ids=node_ids))
     results: list[RunResult] = []
-    for i in range(runs):
-        order = (Variant.BASE, Variant.GOLD) if i % 2 == 0 else (Variant.GOLD, Variant.BASE)
-        for variant in order:
-            run_dir = run_root / task.task_id / f"{variant}-{i}"
-            results.append(backend.run(task, tdir, variant, run_dir, i))
+    if node_ids:
+        for i in range(runs):
+            order = (Variant.BASE, Variant.GOLD) if i % 2 == 0 else (Variant.GOLD, Variant.BASE)
+            for variant in order:
+                run_dir = run_root / task.task_id / f"{variant}-{i}"
+                results.append(backend.run(task, tdir, variant, run_dir, i))
     base = [r for r in results if r.variant is Variant.BASE]
     gold = [r for r in results if r.variant is Variant.GOLD]
-    f2p, p2p, flaky, valid, note = judge(task, base, gold)
+    verdict, f2p, p2p, flaky = decide(task, node_ids, base, gold, env, selection)
     ref = Reference(
         task_id=task.task_id,
-        environment=environment(),
-        tests=tuple(sorted({t.nodeid.split("::")[0] for r in results for t in r.tests})),
+        environment=env,
+        tests=tuple(sorted({n.split("::")[0] for n in node_ids})),
         base=summarize(base),
         gold=summarize(gold),
         fail_to_pass=f2p,
         pass_to_pass=p2p,
-        valid=valid,
-        validity_note=note,
+        valid=verdict.status is VerificationStatus.VERIFIED,
+        validity_note=verdict.reason,
         flaky=flaky,
         runs=tuple(results),
+        node_ids=node_ids,
+        selection=selection,
+        verification=str(verdict.status),
     )
     tdir.store(TaskFile.REFERENCE, ref)
+    tdir.record_verification(verdict, node_ids)
     return ref
 
 
-def rejudge(task: Task, ref: Reference) -> Reference:
-    """Recompute the lists and validity from the stored runs (no rerun: judging rules may
-    change after an expensive GPU session)."""
-    from dataclasses import replace
-
+def rejudge(task: Task, ref: Reference) -> tuple[Reference, Verification | None]:
+    """Recompute the lists and the verdict from the stored runs (no rerun: judging rules may
+    change after an expensive GPU session). References of runs before node-id selection are
+    judged by the old rule and get no verdict."""
     base = [r for r in ref.runs if r.variant is Variant.BASE]
     gold = [r for r in ref.runs if r.variant is Variant.GOLD]
-    f2p, p2p, flaky, valid, note = judge(task, base, gold)
-    return replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, valid=valid,
-                   validity_note=note)  # fmt: skip
+    if not ref.node_ids:
+        f2p, p2p, flaky, valid, note = judge(task, base, gold)
+        new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, valid=valid,
+                      validity_note=note)  # fmt: skip
+        return new, None
+    verdict, f2p, p2p, flaky = decide(task, ref.node_ids, base, gold, ref.environment,
+                                      ref.selection)  # fmt: skip
+    verdict = replace(verdict, checked_at=task.verification.checked_at or verdict.checked_at)
+    new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky,
+                  valid=verdict.status is VerificationStatus.VERIFIED,
+                  validity_note=verdict.reason, verification=str(verdict.status))  # fmt: skip
+    return new, verdict

@@ -36,6 +36,7 @@ class EvalSettings:
     scratch: Path | None = None
     only_approved: bool = False
     runs: int = 3
+    reselect: bool = False  # choose the node ids again even when the task has them
     out: Path = Path("runs/reference")
     force: bool = False  # rerun tasks that have a reference already
     jobs: int = 1
@@ -78,13 +79,29 @@ def make_backend(args: EvalSettings, scratch: Path) -> Any:
     return LocalBackend(stores(args), scratch, settings)
 
 
+def gpus_here() -> int:
+    """CUDA devices this process sees; 1 without CUDA (Triton's interpreter runs a task's
+    kernels on the host, as one device)."""
+    try:
+        import torch
+
+        return max(1, torch.cuda.device_count()) if torch.cuda.is_available() else 1
+    except ImportError:
+        return 1
+
+
 def run_references(
     args: EvalSettings,
     on_done: Callable[[TaskDir, Reference | None, str], None] = lambda t, r, e: None,
 ) -> tuple[list[Reference], dict[str, str]]:
     """Reference runs of the selected tasks (those without reference.json unless `force`),
-    `jobs` tasks side by side; the references written and task id -> error for the others."""
+    `jobs` tasks side by side; the references written and task id -> why for the others
+    (an error, or the hardware the task needs and this machine lacks)."""
+    from functools import partial
+
     from eval.reference import run_reference
+
+    gpus = gpus_here()
 
     tdirs = [t for t in select_tasks(args) if args.force or not t.has(TaskFile.REFERENCE)]
     done: list[Reference] = []
@@ -95,7 +112,14 @@ def run_references(
         # stay in order so base and gold alternate.
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futures = {
-                pool.submit(run_reference, t.load_task(), t, backend, args.out, args.runs): t
+                pool.submit(
+                    partial(run_reference, reselect=args.reselect, gpus_here=gpus),
+                    t.load_task(),
+                    t,
+                    backend,
+                    args.out,
+                    args.runs,
+                ): t
                 for t in tdirs
             }
             for fut in as_completed(futures):
@@ -105,6 +129,11 @@ def run_references(
                 except EvalError as exc:
                     errors[tdir.id] = str(exc)
                     on_done(tdir, None, str(exc))
+                    continue
+                if ref is None:
+                    why = f"out of scope: {tdir.load_task().verification.reason}"
+                    errors[tdir.id] = why
+                    on_done(tdir, None, why)
                     continue
                 done.append(ref)
                 on_done(tdir, ref, "")

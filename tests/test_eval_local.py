@@ -148,6 +148,70 @@ def test_reference_run_finds_fail_to_pass(task_env, tmp_path: Path) -> None:
     [timing] = gold_run.kernels
     assert timing.kernel == "add_kernel" and timing.calls >= 2
     assert ref.environment.torch != "unavailable"
+    # the selection run chose the node ids that launch the target; the PR's own test first
+    assert ref.node_ids == ("tests/test_values.py::test_values", "tests/test_shape.py::test_shape")
+    assert ref.selection is not None and set(ref.selection.kernels[0].nodes) >= set(ref.node_ids)
+    assert any(p.startswith("torch==") for p in ref.environment.packages)
+    assert len(ref.environment.packages_sha) == 64
+    task = tdir.load_task()
+    assert task.verification.status == "verified", task.verification.reason
+    assert task.verification.environment and ref.environment.packages_sha[:12] in (
+        task.verification.environment
+    )
+    assert task.tests.node_ids == ref.node_ids
+
+
+def _copy_tasks(tasks: Path, dest: Path) -> TaskDir:
+    import shutil
+
+    shutil.copytree(tasks, dest)
+    tdir = only_task(dest)
+    for name in ("reference.json",):
+        (tdir.root / name).unlink(missing_ok=True)
+    return tdir
+
+
+def test_task_needing_multicast_is_out_of_scope_and_never_runs(task_env, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from core.files import write_record
+    from curation.model import Hardware
+
+    _repo, work, tasks = task_env
+    tdir = _copy_tasks(tasks, tmp_path / "tasks")
+    task = tdir.load_task()
+    write_record(tdir.root / "task.json",
+                 replace(task, requires=Hardware(gpus=2, nvlink_multicast=True)))  # fmt: skip
+    argv = ["reference", "--tasks", str(tmp_path / "tasks"), "--work", str(work),
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing"]  # fmt: skip
+    assert eval_main(argv) == 1  # nothing ran
+    verdict = tdir.load_task().verification
+    assert verdict.status == "out_of_scope" and "multicast" in verdict.reason
+    assert (
+        not (tmp_path / "runs" / tdir.id).exists() and not (tdir.root / "reference.json").exists()
+    )
+
+
+def test_no_test_launching_a_target_leaves_the_task_unverified(task_env, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from core.files import write_record
+
+    _repo, work, tasks = task_env
+    tdir = _copy_tasks(tasks, tmp_path / "tasks")
+    task = tdir.load_task()
+    targets = tuple(replace(t, name="other_kernel") if t.role == "kernel" else t
+                    for t in task.targets)  # fmt: skip
+    # (a fresh task: the node ids an earlier run chose are dropped)
+    fresh = replace(task, targets=targets, tests=replace(task.tests, node_ids=()))
+    write_record(tdir.root / "task.json", fresh)
+    argv = ["reference", "--tasks", str(tmp_path / "tasks"), "--work", str(work), "--runs", "1",
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing"]  # fmt: skip
+    assert eval_main(argv) == 0
+    verdict = tdir.load_task().verification
+    assert verdict.status == "unverified" and verdict.reason == "no test launches a target kernel"
+    ref = from_json(Reference, json.loads((tdir.root / "reference.json").read_text()))
+    assert ref.node_ids == () and ref.runs == ()
 
 
 @pytest.mark.parametrize(

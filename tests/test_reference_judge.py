@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from curation.model import TaskType
-from eval.model import FailureClass, RunResult, TestOutcome, Variant
+from curation.model import Hardware, TaskType, Vendor
+from eval.gate import decide, hardware_gap
+from eval.model import Environment, FailureClass, RunResult, TestOutcome, Variant
 from eval.reference import judge, summarize
 
 
@@ -56,3 +57,56 @@ def test_summary_medians_and_spread() -> None:
     s = summarize(runs)
     assert (s.passed_runs, s.runs, s.e2e_s, s.e2e_spread) == (3, 3, 11.0, round(2 / 11, 4))
     assert s.kernel_ms is None and s.isolated_ms is None
+
+
+# --- the verification gate (eval.gate) --------------------------------------------------------
+
+ENV = Environment("H200", "580", "13.0", "2.11", "3.6", "3.12", "h", ("torch==2.11",), "ab" * 32)
+
+
+def gate(kind: TaskType, node_ids, base, gold, selection=None):
+    return decide(task(kind), node_ids, base, gold, ENV, selection)
+
+
+def test_gate_verifies_fail_to_pass_on_the_kept_node_ids_only() -> None:
+    base = [run(Variant.BASE, i, {"a": "failed", "b": "passed", "x": "failed"}) for i in range(3)]
+    gold = [run(Variant.GOLD, i, {"a": "passed", "b": "passed", "x": "failed"}) for i in range(3)]
+    verdict, f2p, p2p, flaky = gate(TaskType.FEATURE, ["a", "b"], base, gold)
+    assert verdict.status == "verified" and (f2p, p2p, flaky) == (("a",), ("b",), ())
+    assert verdict.environment == "H200; torch 2.11; triton 3.6; packages abababababab"
+    # a kept node id whose gold outcome changes between runs is flaky: listed, left out
+    gold[1] = run(Variant.GOLD, 1, {"a": "passed", "b": "failed"})
+    verdict, f2p, p2p, flaky = gate(TaskType.FEATURE, ["a", "b"], base, gold)
+    assert (verdict.status, f2p, p2p, flaky) == ("verified", ("a",), (), ("b",))
+    assert verdict.reason == "1 fail-to-pass, 0 pass-to-pass, 1 flaky left out"
+    # a kept node id that fails with the gold in every run: not verified, and it is named
+    gold = [run(Variant.GOLD, i, {"a": "passed", "b": "failed"}) for i in range(3)]
+    verdict, *_ = gate(TaskType.FEATURE, ["a", "b"], base, gold)
+    assert verdict.status == "unverified" and verdict.reason.endswith(": b")
+
+
+def test_gate_leaves_no_fail_to_pass_and_optimizations_unverified() -> None:
+    base = [run(Variant.BASE, i, {"a": "passed"}) for i in range(3)]
+    gold = [run(Variant.GOLD, i, {"a": "passed"}) for i in range(3)]
+    verdict, *_ = gate(TaskType.NEW_OP, ["a"], base, gold)
+    assert verdict.status == "unverified" and "no test fails at the setup state" in verdict.reason
+    verdict, *_ = gate(TaskType.OPTIMIZATION, ["a"], base, gold)
+    assert verdict.status == "unverified" and "no workload" in verdict.reason
+
+
+def test_gate_names_the_missing_package_and_a_gold_that_fails() -> None:
+    detail = "E ModuleNotFoundError: No module named 'transformer_engine.pytorch'"
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.INFRA, False, (), 1.0, detail=detail)
+    verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
+    assert verdict.reason == "missing package(s) transformer_engine"
+    base = [run(Variant.BASE, i, {"a": "failed"}) for i in range(3)]
+    gold = [run(Variant.GOLD, i, {"a": "failed"}, FailureClass.TEST_FAILURE) for i in range(3)]
+    verdict, *_ = gate(TaskType.BUG_FIX, ["a"], base, gold)
+    assert verdict.status == "unverified" and verdict.reason.startswith("the gold fails 1 of 1")
+
+
+def test_hardware_gap() -> None:
+    assert hardware_gap(Hardware(), 1) is None
+    assert hardware_gap(Hardware(gpus=4), 1) == "needs 4 GPUs (1 here)"
+    assert "multicast" in (hardware_gap(Hardware(gpus=2, nvlink_multicast=True), 8) or "")
+    assert hardware_gap(Hardware(vendor=Vendor.ASCEND), 1) == "needs a ascend accelerator"

@@ -1,0 +1,118 @@
+"""The verification gate: which tasks enter the benchmark's default configuration.
+
+Reads: a task (its type and hardware needs), the node ids chosen for it, and its reference
+runs. Writes nothing; `eval.reference` stores the verdict in task.json and reference.json.
+
+The rule (DESIGN.md, "Validity"):
+- a task whose hardware is not one NVIDIA GPU without NVLink multicast is `out_of_scope` and
+  never run where its needs are not met (multicast is never turned on);
+- otherwise it is `verified` when the gold passes every kept node id in every run, and at least
+  one node id fails at the setup state and passes with the gold in every run (new_op, bug_fix,
+  feature). An optimization task is verified by its workload (the gold measurably faster than
+  the setup state); until it has one it stays `unverified: no workload`;
+- every other task is `unverified` with the reason: no test launches a target, a package the
+  tests import is missing (named), the gold fails (which tests, which failure class), flaky
+  tests, no fail-to-pass test.
+Flaky node ids (outcomes differ between runs of one variant) are listed and left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from curation.model import Hardware, Task, TaskType, Verification, VerificationStatus
+from eval.model import Environment, FailureClass, RunResult
+
+_MISSING = re.compile(r"No module named '([\w.]+)'")
+
+
+def hardware_gap(needs: Hardware, gpus_here: int, allow_multicast: bool = False) -> str | None:
+    """Why this machine cannot run a task with `needs`; None when it can."""
+    if needs.vendor.value != "nvidia":
+        return f"needs a {needs.vendor.value} accelerator"
+    if needs.nvlink_multicast and not allow_multicast:
+        return "needs NVLink multicast (never enabled by this harness)"
+    if needs.gpus > gpus_here:
+        return f"needs {needs.gpus} GPUs ({gpus_here} here)"
+    return None
+
+
+def missing_modules(runs: Sequence[RunResult]) -> list[str]:
+    """Top-level packages that the runs' logs say are missing."""
+    found: set[str] = set()
+    for r in runs:
+        for text in (r.detail, *(t.message for t in r.tests)):
+            found |= {m.split(".")[0] for m in _MISSING.findall(text or "")}
+    return sorted(found)
+
+
+def environment_label(env: Environment) -> str:
+    return f"{env.gpu}; torch {env.torch}; triton {env.triton}; packages {env.packages_sha[:12]}"
+
+
+def decide(
+    task: Task,
+    node_ids: Sequence[str],
+    base: Sequence[RunResult],
+    gold: Sequence[RunResult],
+    env: Environment,
+    selection: RunResult | None = None,
+) -> tuple[Verification, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(verdict, fail_to_pass, pass_to_pass, flaky) over the kept node ids."""
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+
+    def verdict(status: VerificationStatus, reason: str) -> Verification:
+        return Verification(status, reason, when, environment_label(env))
+
+    if not node_ids:
+        runs = [selection] if selection is not None else []
+        missing = missing_modules(runs)
+        if missing:
+            why = f"missing package(s) {', '.join(missing)}"
+        elif selection is not None and selection.failure is not FailureClass.NONE:
+            why = f"the selection run failed ({selection.failure}): {selection.detail[:160]}"
+        else:
+            why = "no test launches a target kernel"
+        return verdict(VerificationStatus.UNVERIFIED, why), (), (), ()
+    outcome = {
+        v: [{t.nodeid: t.outcome for t in r.tests} for r in runs]
+        for v, runs in (("base", base), ("gold", gold))
+    }
+    flaky = sorted(
+        n
+        for n in node_ids
+        if any(len({o.get(n, "absent") for o in outcome[v]}) > 1 for v in outcome)
+    )
+    steady = [n for n in node_ids if n not in flaky]
+    gold_ok = [n for n in steady if all(o.get(n) == "passed" for o in outcome["gold"])]
+    gold_bad = [n for n in steady if n not in gold_ok]
+    f2p = tuple(n for n in gold_ok if all(o.get(n) != "passed" for o in outcome["base"]))
+    p2p = tuple(n for n in gold_ok if all(o.get(n) == "passed" for o in outcome["base"]))
+    lists = f2p, p2p, tuple(flaky)
+    if not gold:
+        return verdict(VerificationStatus.UNVERIFIED, "no gold run"), *lists
+    if gold_bad or not gold_ok:
+        missing = missing_modules(gold)
+        if missing:
+            why = f"missing package(s) {', '.join(missing)}"
+        else:
+            classes = sorted({str(r.failure) for r in gold if r.failure is not FailureClass.NONE})
+            why = (
+                f"the gold fails {len(gold_bad)} of {len(steady)} kept tests "
+                f"({', '.join(classes) or 'test_failure'}): {', '.join(gold_bad[:3])}"
+            )
+            if not steady:
+                why = f"every kept test is flaky ({len(flaky)})"
+        return verdict(VerificationStatus.UNVERIFIED, why), *lists
+    if task.task_type.type is TaskType.OPTIMIZATION:
+        why = "optimization: no workload measured yet (the gold must be faster on a workload)"
+        return verdict(VerificationStatus.UNVERIFIED, why), *lists
+    if not f2p:
+        why = f"{task.task_type.type}: no test fails at the setup state and passes with the gold"
+        return verdict(VerificationStatus.UNVERIFIED, why), *lists
+    why = f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass" + (
+        f", {len(flaky)} flaky left out" if flaky else ""
+    )
+    return verdict(VerificationStatus.VERIFIED, why), *lists
