@@ -181,22 +181,32 @@ def _build(
     return result
 
 
+def verified(row: dict[str, Any]) -> bool:
+    return bool(row.get("verification") and row["verification"]["status"] == "verified")
+
+
 def _write_split(out: Path, name: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One parquet shard per framework: `{split}-{i:05d}-of-{n:05d}.parquet`."""
+    """One parquet shard per framework and verification status, `{split}-{i:05d}-of-{n:05d}
+    .parquet`; the manifest says which shards hold verified tasks (the default config)."""
     from datasets import Dataset
 
     from benchmark.schema import features
 
-    by_fw: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
     for r in sorted(rows, key=lambda r: (r["framework"], r["merged_at"], r["task_id"])):
-        by_fw[r["framework"]].append(r)
+        groups[(r["framework"], verified(r))].append(r)
     files: dict[str, Any] = {}
-    n = len(by_fw)
-    for i, fw in enumerate(sorted(by_fw)):
+    n = len(groups)
+    for i, key in enumerate(sorted(groups, key=lambda k: (k[0], not k[1]))):
         fname = f"{name}-{i:05d}-of-{n:05d}.parquet"
         path = out / "data" / fname
-        Dataset.from_list(by_fw[fw], features=features()).to_parquet(str(path))
-        files[fname] = {"sha256": _sha256(path), "framework": fw, "rows": len(by_fw[fw])}
+        Dataset.from_list(groups[key], features=features()).to_parquet(str(path))
+        files[fname] = {
+            "sha256": _sha256(path),
+            "framework": key[0],
+            "verified": key[1],
+            "rows": len(groups[key]),
+        }
     return files
 
 

@@ -50,6 +50,20 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
         "  default: true",
         "  data_files:",
     ]
+    # The default config holds the verified tasks (shards the manifest marks so); `all` holds
+    # every task. Before any task is verified, the default is every task too.
+    verified = {
+        name: sorted(f for f, meta in fs.items() if meta.get("verified"))
+        for name, fs in files.items()
+    }
+    if any(verified.values()):
+        for name in sorted(n for n, fs in verified.items() if fs):
+            lines.append(f"  - split: {name}")
+            lines += ["    path:", *(f"    - data/{f}" for f in verified[name])]
+    else:
+        for name in sorted(splits):
+            lines += [f"  - split: {name}", f"    path: data/{name}-*.parquet"]
+    lines += ["- config_name: all", "  data_files:"]
     for name in sorted(splits):
         lines += [f"  - split: {name}", f"    path: data/{name}-*.parquet"]
     by_fw: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -58,10 +72,44 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
             by_fw[meta["framework"]].append((name, fname))
     for fw in sorted(by_fw):
         lines += [f"- config_name: {fw}", "  data_files:"]
+        per_split: dict[str, list[str]] = defaultdict(list)
         for name, fname in by_fw[fw]:
-            lines += [f"  - split: {name}", f"    path: data/{fname}"]
+            per_split[name].append(fname)
+        for name, fnames in per_split.items():
+            lines += [f"  - split: {name}", "    path:", *(f"    - data/{f}" for f in fnames)]
     lines.append("---")
     return "\n".join(lines)
+
+
+def _status(row: dict[str, Any]) -> str:
+    v = row.get("verification")
+    return str(v["status"]) if v else "unverified"
+
+
+def _crosstab(title: str, key: str, rows: list[dict[str, Any]]) -> str:
+    """Tasks by `key` (a repository with no GitHub name by its framework) and status."""
+    cols = ["verified", "unverified", "out_of_scope"]
+    by: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        by[str(r[key] or r["framework"])][_status(r)] += 1
+    head = f"| {title} | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols)
+    body = "\n".join(
+        f"| {k} | " + " | ".join(str(c[s]) for s in cols) + " |" for k, c in sorted(by.items())
+    )
+    return f"{head}\n{body}"
+
+
+def _reasons(rows: list[dict[str, Any]]) -> str:
+    """Why tasks are not verified, grouped by the reason's kind (its text before any colon or
+    count), with counts."""
+    kinds: Counter[str] = Counter()
+    for r in rows:
+        if _status(r) == "verified":
+            continue
+        reason = (r.get("verification") or {}).get("reason") or "no reference run yet"
+        kind = reason.split(":", 1)[0].split(" (", 1)[0]
+        kinds[f"{_status(r)}: {kind[:80]}"] += 1
+    return _table("not verified, by reason", kinds)
 
 
 def _table(title: str, counts: Counter[str]) -> str:
@@ -89,7 +137,9 @@ def render_card(
             _table("framework", Counter(r["framework"] for r in listed)),
             _table("task type", Counter(r["task_type"] for r in listed)),
             _table("difficulty", Counter(str(r["difficulty"]) for r in listed)),
-            _table("validation", status),
+            _crosstab("repository", "repo", listed),
+            _crosstab("task type", "task_type", listed),
+            _reasons(listed),
         ]
     )
     split_rows = "\n".join(

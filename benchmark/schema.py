@@ -85,8 +85,11 @@ FILE_STAT = {"path": S, "status": S, "additions": I, "deletions": I, "is_test": 
 CONTEXT_ITEM = {"name": S, "kind": S, "signature": S, "source": S, "why": S}
 TESTS = {
     "command": S, "changed_in_pr": [S], "selected_existing": [S],
-    "fail_to_pass": [S], "pass_to_pass": [S],
+    "fail_to_pass": [S], "pass_to_pass": [S], "node_ids": [S],
 }  # fmt: skip
+TARGET = {"file": S, "name": S, "role": S, "status": S, "signature": S, "docstring": S}
+REQUIRES = {"gpus": I, "nvlink_multicast": B, "vendor": S, "evidence": [S]}
+VERIFICATION = {"status": S, "reason": S, "checked_at": S, "environment": S}
 ENV = {
     "python": S, "torch": S, "triton": S, "cuda": S, "base_image": S, "recipe": S,
     "image_tag": S, "pin_sources": S,
@@ -196,6 +199,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("context", [{"file": S, "imports": [S], "items": [CONTEXT_ITEM]}], _context,
            "per file at the base commit: imports and the functions/classes shown to the model "
            "(wrappers, their callers, related classes) with why each was chosen"),
+    Column("targets", [TARGET], _task("targets", [TARGET]),
+           "what the model writes: the kernels the PR changes and the wrappers launching them, "
+           "with role, what the PR does to each (modified / added / deleted / unchanged), "
+           "signature and docstring"),
+    Column("setup_patch", S, lambda s: s.tdir.read_text(TaskFile.SETUP_PATCH),
+           "base commit -> setup state: the PR's whole change with every target at its base "
+           "version (a stub for new ones); every variant starts there"),
     Column("gold_patch", S, lambda s: s.tdir.read_text(TaskFile.GOLD_PATCH),
            "the PR's non-test changes"),
     Column("test_patch", S, lambda s: s.tdir.read_text(TaskFile.TEST_PATCH),
@@ -205,6 +215,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("env", ENV, _env,
            "pinned Python / torch / triton / CUDA, base image, install recipe, image tag, where "
            "each pin came from"),
+    Column("requires", REQUIRES, _task("requires", REQUIRES),
+           "hardware the tests need: GPUs, NVLink multicast, vendor, with the evidence"),
+    Column("verification", VERIFICATION, _task("verification", VERIFICATION),
+           "the GPU gate's verdict: verified / unverified / out_of_scope, why, when, on what "
+           "(GPU, torch, triton, package-set hash); the default config holds the verified "
+           "tasks"),
     Column("reference", REFERENCE, _reference,
            "the reference run: validity, GPU and versions, passed runs, median end-to-end and "
            "kernel times of base and gold"),

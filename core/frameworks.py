@@ -38,6 +38,7 @@ class TestHints:
 
     env: dict[str, str] = field(default_factory=dict)  # set in every test process
     pytest_args: tuple[str, ...] = ()  # added to every pytest command line
+    pythonpath: tuple[str, ...] = ()  # checkout directories put first on PYTHONPATH (src/)
 
 
 @dataclass(frozen=True)

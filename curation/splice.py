@@ -22,7 +22,7 @@ import logging
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -540,8 +540,10 @@ class Definition:
     docstring: str | None
 
 
+@lru_cache(maxsize=64)
 def definitions(src: bytes) -> dict[str, Definition]:
-    """Every function and method of a file by qualified name (the first of a repeated name)."""
+    """Every function and method of a file by qualified name (the first of a repeated name).
+    Cached by content: a task asks for the same file once per kernel and wrapper."""
     root = parse_python(src).root_node
     funcs, _ = _scan_defs(root)
     out: dict[str, Definition] = {}

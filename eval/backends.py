@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from core.frameworks import framework
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
@@ -62,8 +63,6 @@ def run_targets(task: Task, max_files: int, tree: Path) -> list[str]:
 
 def framework_env(task: Task) -> dict[str, str]:
     """The framework's test hints (its registry entry's `tests.env`), multicast kept off."""
-    from core.frameworks import framework
-
     return {**framework(task.framework).tests.env, **MULTICAST_OFF}
 
 
@@ -148,6 +147,7 @@ class LocalBackend:
             return tree
         files = run_targets(task, self.settings.max_test_files, tree)
         kernels = [k.name for k in task.kernels]
+        hints = framework(task.framework).tests
         raw = run_pytest(
             tree,
             files,
@@ -156,6 +156,8 @@ class LocalBackend:
             kernels=kernels,
             extra_env={**framework_env(task), **self.settings.extra_env, **(extra_env or {})},
             isolated_timing=self.settings.isolated_timing,
+            pythonpath=hints.pythonpath,
+            pytest_args=hints.pytest_args,
         )
         if not self.settings.keep_trees:
             import shutil
@@ -219,9 +221,16 @@ class DockerBackend:
             return tree
         run_dir.mkdir(parents=True, exist_ok=True)
         files = run_targets(task, self.settings.max_test_files, tree)
-        cmd = pytest_command(files, Path("/out/junit.xml"), self.python)
+        hints = framework(task.framework).tests
+        cmd = pytest_command(files, Path("/out/junit.xml"), self.python, hints.pytest_args)
         env = {
-            "PYTHONPATH": "/workspace/src:/opt/triton-pr-bench",
+            "PYTHONPATH": ":".join(
+                [
+                    *(f"/workspace/src/{p}" for p in hints.pythonpath),
+                    "/workspace/src",
+                    "/opt/triton-pr-bench",
+                ]
+            ),
             "TPB_KERNELS": ",".join(k.name for k in task.kernels),
             "TPB_OUT": "/out/kernels.json",
             "TPB_ISOLATED": "1" if self.settings.isolated_timing else "0",

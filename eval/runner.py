@@ -53,11 +53,13 @@ class RawRun:
     kernels: tuple[KernelTiming, ...]
 
 
-def pytest_command(files: Sequence[str], junit: Path, python: str = sys.executable) -> list[str]:
+def pytest_command(
+    files: Sequence[str], junit: Path, python: str = sys.executable, args: Sequence[str] = ()
+) -> list[str]:
     return [
         python, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
         "-p", "eval.pytest_plugin", f"--junitxml={junit}", "-o", "junit_family=xunit1",
-        *files,
+        *args, *files,
     ]  # fmt: skip
 
 
@@ -71,6 +73,8 @@ def run_pytest(
     extra_env: Mapping[str, str] | None = None,
     python: str = sys.executable,
     isolated_timing: bool = True,
+    pythonpath: Sequence[str] = (),
+    pytest_args: Sequence[str] = (),
 ) -> RawRun:
     """Run pytest on `files` inside `workdir`; results land in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -79,8 +83,14 @@ def run_pytest(
         f.unlink(missing_ok=True)
     env = dict(os.environ)
     # The framework's source first, then this project (for the kernel-watch plugin).
+    # (`pythonpath`: directories of the framework's checkout that go first, e.g. a src/ layout)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(workdir), str(PROJECT_ROOT), *filter(None, [env.get("PYTHONPATH")])]
+        [
+            *(str(workdir / p) for p in pythonpath),
+            str(workdir),
+            str(PROJECT_ROOT),
+            *filter(None, [env.get("PYTHONPATH")]),
+        ]
     )
     env.update(
         TPB_KERNELS=",".join(kernels),
@@ -100,7 +110,7 @@ def run_pytest(
     timed_out = False
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            pytest_command(files, junit, python),
+            pytest_command(files, junit, python, pytest_args),
             cwd=workdir,
             env=env,
             stdout=fh,

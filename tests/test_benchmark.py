@@ -237,3 +237,34 @@ def test_wheel_installed_in_a_fresh_venv_builds_the_dataset_with_its_card(
     assert proc.returncode == 0, proc.stderr
     card = (out / "README.md").read_text()
     assert "## Curation rationale" in card and "| `task_id` |" in card
+
+
+def test_default_config_holds_the_verified_tasks_and_all_every_task(
+    released, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datasets
+
+    from curation.model import Verification, VerificationStatus
+    from curation.taskdir import task_dirs
+
+    _, root = released
+    tdirs = task_dirs(root / "tasks")
+    assert len(tdirs) == 2
+    tdirs[0].record_verification(
+        Verification(VerificationStatus.VERIFIED, "1 fail-to-pass", "2026-12-01", "H200")
+    )
+    tdirs[1].record_verification(Verification(VerificationStatus.OUT_OF_SCOPE, "needs 2 GPUs"))
+    out = tmp_path / "dist-verified"
+    assert bench(["build", "--tasks", str(root / "tasks"), "--out", str(out), "--version",
+                  "1.0.0", "--cutoff", "2020-01-01"]) == 0  # fmt: skip
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    default = datasets.load_dataset(str(out))
+    everything = datasets.load_dataset(str(out), "all")
+    assert [r["task_id"] for r in default["test"]] == [tdirs[0].id]
+    assert sorted(r["task_id"] for r in everything["test"]) == sorted(t.id for t in tdirs)
+    row = default["test"][0]
+    assert row["verification"]["status"] == "verified" and row["targets"]
+    assert row["setup_patch"] is not None and row["requires"]["vendor"] == "nvidia"
+    card = (out / "README.md").read_text()
+    assert "| fw | 1 | 0 | 1 |" in card  # verified / unverified / out_of_scope per repository
+    assert "out_of_scope: needs 2 GPUs | 1 |" in card
