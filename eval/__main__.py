@@ -7,6 +7,7 @@ import json
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-isolated-timing", action="store_true", help="skip do_bench replays")
     p.add_argument("--scratch", type=Path, help="where source trees are prepared")
     p.add_argument("--only-approved", action="store_true", help="skip tasks not approved")
+    p.add_argument(
+        "--sandbox-memory", type=float, metavar="GIB",
+        help="memory limit per sandboxed process (default: half the RAM, at most 64 GiB)",
+    )  # fmt: skip
+    p.add_argument(
+        "--sandbox-full-dev", action="store_true",
+        help="show the host's whole /dev in the sandbox (default: a minimal /dev + GPU nodes)",
+    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument(
         "--jobs", type=int, default=1, help="tasks run side by side (default 1: clean timings)"
     )
+    ref.add_argument(
+        "--no-sandbox", action="store_true",
+        help="run the trusted base and gold kernels without bubblewrap (recorded in each run)",
+    )  # fmt: skip
     sc = sub.add_parser(
         "score",
         help="score predictions.jsonl",
@@ -104,11 +117,16 @@ def _tdirs(args: argparse.Namespace) -> list[Any]:
 
 def _backend(args: argparse.Namespace, scratch: Path) -> Any:
     from eval.backends import DockerBackend, LocalBackend, RunSettings
+    from eval.sandbox import GIB, SandboxPolicy
 
+    policy = SandboxPolicy(full_dev=args.sandbox_full_dev)
+    if args.sandbox_memory:
+        policy = replace(policy, memory_bytes=int(args.sandbox_memory * GIB))
     settings = RunSettings(
         timeout_s=args.timeout,
         max_test_files=args.max_test_files,
         isolated_timing=not args.no_isolated_timing,
+        sandbox=None if getattr(args, "no_sandbox", False) else policy,
     )
     stores = _stores(args)
     if args.backend == "docker":
