@@ -33,6 +33,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="memory limit per sandboxed process (default: half the RAM, at most 64 GiB)",
     )  # fmt: skip
     p.add_argument(
+        "--triton-cache", type=Path,
+        help="Triton caches of the runs (default ~/.cache/triton-pr-bench/sandbox)",
+    )  # fmt: skip
+    p.add_argument(
         "--sandbox-full-dev", action="store_true",
         help="show the host's whole /dev in the sandbox (default: a minimal /dev + GPU nodes)",
     )  # fmt: skip
@@ -127,6 +131,7 @@ def _backend(args: argparse.Namespace, scratch: Path) -> Any:
         max_test_files=args.max_test_files,
         isolated_timing=not args.no_isolated_timing,
         sandbox=None if getattr(args, "no_sandbox", False) else policy,
+        cache_root=args.triton_cache,
     )
     stores = _stores(args)
     if args.backend == "docker":

@@ -42,7 +42,12 @@ from eval.workspace import SourceStore, prepare, test_files
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CACHE = Path.home() / ".cache" / "triton-pr-bench" / "sandbox"
+
+
+def default_cache() -> Path:
+    """Where sandboxed runs keep their Triton caches unless told otherwise."""
+    home = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return home / "triton-pr-bench" / "sandbox"
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class RunSettings:
     # the local backend's sandbox (None: --no-sandbox, trusted base/gold runs only); the docker
     # backend takes its limits from it
     sandbox: SandboxPolicy | None = field(default_factory=SandboxPolicy)
-    cache_root: Path | None = None  # Triton caches the runs may write; DEFAULT_CACHE if None
+    cache_root: Path | None = None  # Triton caches the runs may write; default_cache() if None
 
 
 class Backend(Protocol):
@@ -108,7 +113,7 @@ def _expected(tdir: TaskDir, variant: Variant) -> tuple[str, ...]:
 
 def _cache(settings: RunSettings, task: Task, variant: Variant) -> Path:
     """A prediction's writes to the Triton cache never reach a trusted run's cache."""
-    root = settings.cache_root or DEFAULT_CACHE
+    root = settings.cache_root or default_cache()
     trusted = variant is not Variant.PREDICTION
     path = root / "trusted" if trusted else root / "predictions" / task.task_id
     path.mkdir(parents=True, exist_ok=True)
