@@ -43,7 +43,6 @@ from eval.workspace import SourceStore, prepare, test_files
 log = logging.getLogger(__name__)
 
 
-
 def default_cache() -> Path:
     """Where sandboxed runs keep their Triton caches unless told otherwise."""
     home = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))

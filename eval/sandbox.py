@@ -92,12 +92,17 @@ def _physical_memory() -> int:
         return 16 * GIB
 
 
+def _default_memory() -> int:
+    """Half the RAM, at most 64 GiB, in whole MiB (cgroups count in pages)."""
+    return min(_physical_memory() // 2, 64 * GIB) >> 20 << 20
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
     """Limits of one sandboxed command. Memory and CPU time are per process; processes counts
     every process and thread inside the sandbox."""
 
-    memory_bytes: int = field(default_factory=lambda: min(_physical_memory() // 2, 64 * GIB))
+    memory_bytes: int = field(default_factory=_default_memory)
     processes: int = field(default_factory=lambda: max(512, 16 * (os.cpu_count() or 1)))
     file_bytes: int = 16 * GIB  # largest file the command may write
     tmp_bytes: int = 4 * GIB  # size of the private /tmp (and of /dev/shm)
@@ -179,7 +184,7 @@ def sandbox_home(env: dict[str, str]) -> dict[str, str]:
 # --- the filesystem view ----------------------------------------------------------------------
 
 
-def _python_paths() -> list[Path]:
+def python_paths() -> list[Path]:
     """This interpreter's installation and library directories (not the working directory or
     a project checkout on sys.path: those may hold task files)."""
     prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
@@ -273,7 +278,7 @@ def view_args(
     _devices(view, policy)
     view.args += ["--proc", "/proc"]
     view.tmpfs("/tmp", policy.tmp_bytes)
-    for p in (*_python_paths(), *_env_paths(env), EVAL_DIR, *mounts.readonly):
+    for p in (*python_paths(), *_env_paths(env), EVAL_DIR, *mounts.readonly):
         view.bind(Path(os.path.abspath(p)))
     for p in mounts.writable:
         view.bind(p.resolve(), "--bind", again=True)
