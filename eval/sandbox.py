@@ -103,7 +103,7 @@ class SandboxPolicy:
     every process and thread inside the sandbox."""
 
     memory_bytes: int = field(default_factory=_default_memory)
-    processes: int = field(default_factory=lambda: max(512, 16 * (os.cpu_count() or 1)))
+    processes: int = field(default_factory=lambda: max(1024, 32 * (os.cpu_count() or 1)))
     file_bytes: int = 16 * GIB  # largest file the command may write
     tmp_bytes: int = 4 * GIB  # size of the private /tmp (and of /dev/shm)
     cpu_seconds: int | None = None  # None: the run's timeout times the number of CPUs

@@ -229,7 +229,10 @@ def score_task(
 
 def _passes(run: RunResult, ref: Reference | None) -> bool:
     """With a valid reference, the run passes when every fail-to-pass and pass-to-pass test
-    passes (as SWE-bench grades); without one, when the whole test run passed."""
+    passes (as SWE-bench grades); without one, when the whole test run passed. A flagged run
+    never passes."""
+    if run.flags:  # tampered, a channel problem, expected tests unreported: whatever it says
+        return False
     if ref is None or not ref.valid:
         return run.passed
     wanted = (*ref.fail_to_pass, *ref.pass_to_pass)

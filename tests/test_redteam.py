@@ -449,3 +449,28 @@ except MemoryError:
     r = run(task_env, tmp_path, code, kernel=GOOD, policy=policy)
     assert "allocation refused" in said(tmp_path) and "allocated" not in said(tmp_path)
     assert r.passed  # the limit stopped the attack; the kernel's verdict stands
+
+
+def test_a_tampered_run_is_neither_executed_nor_completed(task_env, tmp_path: Path) -> None:
+    """Through the scorer: the hook-patching attack of above, whose tests all say "passed"."""
+    repo, tdir = task_env
+    code = (
+        "from _pytest.reports import TestReport\n"
+        "_orig = TestReport.from_item_and_call.__func__\n"
+        "def _pass(cls, item, call):\n"
+        "    rep = _orig(cls, item, call)\n"
+        "    rep.outcome, rep.longrepr = 'passed', None\n"
+        "    return rep\n"
+        "TestReport.from_item_and_call = classmethod(_pass)\n"
+    )
+    pred = {"task_id": tdir.id, "kernels": {"add_kernel": WRONG, "add": WRAPPER.format(code=code)}}
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps(pred) + "\n")
+    out = tmp_path / "score"
+    argv = ["score", str(preds), "--tasks", str(tdir.root.parent), "--repo-path",
+            f"fw={repo}", "--out", str(out), "--no-isolated-timing",
+            "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
+    assert eval_main(argv) == 0
+    [row] = json.loads((out / "report.json").read_text())["tasks"]
+    assert not row["passed"] and not row["exec_ok"] and row["failure"] == "infra"
+    assert {"tampered", "forbidden_api"} <= set(row["flags"])

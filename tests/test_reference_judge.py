@@ -56,3 +56,13 @@ def test_summary_medians_and_spread() -> None:
     s = summarize(runs)
     assert (s.passed_runs, s.runs, s.e2e_s, s.e2e_spread) == (3, 3, 11.0, round(2 / 11, 4))
     assert s.kernel_ms is None and s.isolated_ms is None
+
+
+def test_a_gold_run_that_cannot_be_trusted_makes_the_task_invalid() -> None:
+    from dataclasses import replace
+
+    base = [run(Variant.BASE, 0, {"a": "failed"})]
+    gold = [run(Variant.GOLD, 0, {"a": "passed"}), run(Variant.GOLD, 1, {"a": "passed"})]
+    assert judge(task(TaskType.BUG_FIX), base, gold)[3] is True
+    gold[1] = replace(gold[1], failure=FailureClass.INFRA, passed=False, flags=("tampered",))
+    assert judge(task(TaskType.BUG_FIX), base, gold)[3] is False
