@@ -33,6 +33,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="memory limit per sandboxed process (default: half the RAM, at most 64 GiB)",
     )  # fmt: skip
     p.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE",
+        help="set in every test run's environment (repeatable; the sandbox passes no other "
+        "variable of yours beyond its allowlist)",
+    )  # fmt: skip
+    p.add_argument(
         "--triton-cache", type=Path,
         help="Triton caches of the runs (default ~/.cache/triton-pr-bench/sandbox)",
     )  # fmt: skip
@@ -123,6 +128,9 @@ def _backend(args: argparse.Namespace, scratch: Path) -> Any:
     from eval.backends import DockerBackend, LocalBackend, RunSettings
     from eval.sandbox import GIB, SandboxPolicy
 
+    extra_env = dict(kv.split("=", 1) for kv in args.env if "=" in kv)
+    if len(extra_env) != len(args.env):
+        raise EvalError("--env takes NAME=VALUE")
     policy = SandboxPolicy(full_dev=args.sandbox_full_dev)
     if args.sandbox_memory:
         policy = replace(policy, memory_bytes=int(args.sandbox_memory * GIB))
@@ -130,6 +138,7 @@ def _backend(args: argparse.Namespace, scratch: Path) -> Any:
         timeout_s=args.timeout,
         max_test_files=args.max_test_files,
         isolated_timing=not args.no_isolated_timing,
+        extra_env=extra_env,
         sandbox=None if getattr(args, "no_sandbox", False) else policy,
         cache_root=args.triton_cache,
     )

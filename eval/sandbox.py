@@ -413,15 +413,17 @@ def run_script(
     python: str = sys.executable,
     extra_env: Mapping[str, str] | None = None,
     readonly: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
 ) -> ScriptRun:
     """Run the Python `script` in the sandbox with `workdir` as its writable working directory
     and read back `workdir/output` (the workload check's entry point: the script loads the
-    prediction from the tree, runs it on the task's inputs and writes its outputs there)."""
+    prediction from the tree, runs it on the task's inputs and writes its outputs there).
+    `readonly` and `writable`: more host paths to show (inputs, a Triton cache)."""
     policy = policy or SandboxPolicy()
     out = workdir / output
     out.unlink(missing_ok=True)
     env = run_environment(os.environ, {"PYTHONPATH": str(workdir), **(extra_env or {})})
-    mounts = Mounts(workdir, readonly=(script, *readonly))
+    mounts = Mounts(workdir, writable=tuple(writable), readonly=(script, *readonly))
     logfile = workdir.parent / f".{workdir.name}.script.log"
     t0 = time.perf_counter()
     timed_out = False

@@ -86,6 +86,7 @@ def task_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TaskDir]:
     [tdir] = task_dirs(tasks)
     ref = json.loads((tdir.root / "reference.json").read_text())
     assert ref["valid"] and set(ref["fail_to_pass"] + ref["pass_to_pass"]) == EXPECTED
+    assert {r["sandbox"] for r in ref["runs"]} == {"bwrap"}
     return repo.path, tdir
 
 

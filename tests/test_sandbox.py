@@ -214,3 +214,59 @@ sys.exit(proc.wait())
     assert "usr" in lines and "home" not in lines and "root" not in lines
     assert re.search(rf"Max processes\s+{SandboxPolicy().processes}\s", out)
     assert "Read-only file system" in out
+
+
+@pytest.fixture(scope="module")
+def tiny_task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    pytest.importorskip("triton")
+    from curation.curate import main as curate
+    from mining.crawl import main as crawl
+    from tests.gitrepo import TinyRepo
+    from tests.test_eval_local import CONFTEST, GOLD_OPS, OPS, TEST_SHAPE, TEST_VALUES
+
+    root = tmp_path_factory.mktemp("tiny")
+    repo = TinyRepo(root / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", OPS)
+    repo.write("tests/test_shape.py", TEST_SHAPE)
+    repo.commit("Initial commit with the add kernel")
+    repo.write("pkg/ops.py", GOLD_OPS)
+    repo.write("tests/test_values.py", TEST_VALUES)
+    repo.commit("Fix wrong result of the add kernel (#7)")
+    work, tasks = root / "work", root / "tasks"
+    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
+    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    return root, work, tasks
+
+
+def test_the_cli_without_bwrap_is_one_error_line(tiny_task, monkeypatch, capsys) -> None:
+    from eval.__main__ import main as eval_main
+
+    root, work, tasks = tiny_task
+    bin_dir = root / "bin"  # a machine with git but without bubblewrap
+    bin_dir.mkdir(exist_ok=True)
+    git = shutil.which("git")
+    assert git is not None
+    (bin_dir / "git").unlink(missing_ok=True)
+    (bin_dir / "git").symlink_to(git)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--out", str(root / "r")]
+    assert eval_main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: cannot sandbox test runs: bwrap")
+
+
+def test_a_reference_without_sandbox_is_recorded_as_such(tiny_task, tmp_path: Path) -> None:
+    from eval.__main__ import main as eval_main
+
+    _root, work, tasks = tiny_task
+    copy = tmp_path / "tasks"
+    shutil.copytree(tasks, copy)
+    argv = ["reference", "--tasks", str(copy), "--work", str(work), "--runs", "1",
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing", "--no-sandbox",
+            "--triton-cache", str(tmp_path / "cache"), "--env", "TPB_SEEN=1"]  # fmt: skip
+    assert eval_main(argv) == 0
+    [ref_path] = copy.rglob("reference.json")
+    ref = json.loads(ref_path.read_text())
+    assert ref["valid"] and {r["sandbox"] for r in ref["runs"]} == {"none"}
