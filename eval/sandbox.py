@@ -202,9 +202,9 @@ def python_paths() -> list[Path]:
 
 
 def _env_paths(env: Mapping[str, str]) -> list[Path]:
-    out = [Path(env[k]) for k in ENV_PATHS if env.get(k)]
-    out += [Path(p) for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
-    return out
+    out = [env[k] for k in ENV_PATHS if env.get(k)]
+    out += env.get("LD_LIBRARY_PATH", "").split(":")
+    return [Path(p) for p in out if os.path.isabs(p)]  # "." would be the harness's directory
 
 
 class _View:
@@ -233,7 +233,11 @@ class _View:
 
     def bind(self, path: Path, how: str = "--ro-bind", *, again: bool = False) -> None:
         """Show host `path` at the same place; `again` binds it even inside an earlier bind (a
-        writable directory inside a read-only one, a read-only file inside the work tree)."""
+        writable directory inside a read-only one, a read-only file inside the work tree).
+        The root and the harness's home are never shown whole (a Python installed with prefix
+        `/` or in the home directory is shown through its library paths only)."""
+        if path in (Path("/"), Path.home()) and not again:
+            return
         if not os.path.lexists(path) or (self._covered(path) and not again):
             return
         if path.is_symlink() and not again:
