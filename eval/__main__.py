@@ -28,6 +28,23 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-isolated-timing", action="store_true", help="skip do_bench replays")
     p.add_argument("--scratch", type=Path, help="where source trees are prepared")
     p.add_argument("--only-approved", action="store_true", help="skip tasks not approved")
+    p.add_argument(
+        "--sandbox-memory", type=float, metavar="GIB",
+        help="memory limit per sandboxed process (default: half the RAM, at most 64 GiB)",
+    )  # fmt: skip
+    p.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE",
+        help="set in every test run's environment (repeatable; the sandbox passes no other "
+        "variable of yours beyond its allowlist)",
+    )  # fmt: skip
+    p.add_argument(
+        "--triton-cache", type=Path,
+        help="Triton caches of the runs (default ~/.cache/triton-pr-bench/sandbox)",
+    )  # fmt: skip
+    p.add_argument(
+        "--sandbox-full-dev", action="store_true",
+        help="show the host's whole /dev in the sandbox (default: a minimal /dev + GPU nodes)",
+    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument(
         "--jobs", type=int, default=1, help="tasks run side by side (default 1: clean timings)"
     )
+    ref.add_argument(
+        "--no-sandbox", action="store_true",
+        help="run the trusted base and gold kernels without bubblewrap (recorded in each run)",
+    )  # fmt: skip
     sc = sub.add_parser(
         "score",
         help="score predictions.jsonl",
@@ -90,6 +111,10 @@ def cmd_reference(args: argparse.Namespace) -> int:
     from eval.session import EvalSettings, run_references
 
     settings = from_args(EvalSettings, args)
+    if not settings.no_sandbox and settings.backend == "local":
+        from eval.sandbox import tools
+
+        tools()  # no bwrap: one error line before any progress is drawn
     with Progress(console=Console(stderr=True)) as bar:
         job = bar.add_task("reference runs", total=None)
 

@@ -1,13 +1,22 @@
-"""Where a run happens: `local` (a scratch tree on this Python environment) or `docker` (the
-task's image, GPU passed through, network off). Both prepare the same tree and judge the same
-junit XML; only the process that runs pytest differs.
+"""Where a run happens: `local` (a scratch tree on this Python environment, in a bubblewrap
+sandbox) or `docker` (the task's image, GPU passed through, network off, hardened). Both prepare
+the same tree and judge the same verdict frames; only the process that runs pytest differs.
+
+Reads: task directories (a prediction run reads `reference.json` for the node ids it must
+report). Writes: the run's log; a Triton cache per trust level (base and gold share one, each
+task's predictions have their own) under `RunSettings.cache_root`.
+Refuses: to run a prediction unsandboxed (`RunSettings.sandbox` None is for trusted base and gold
+runs only), and, without bwrap, to build a local backend that sandboxes (`SandboxUnavailable`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import secrets
+import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,18 +26,27 @@ from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
 from eval.model import FailureClass, RunResult, Variant
+from eval.protected import changes, freeze_list, snapshot
 from eval.runner import (
     PROJECT_ROOT,
     RawRun,
+    channel_env,
     classify,
-    parse_junit,
     pytest_command,
-    read_watch,
+    raw_run,
     run_pytest,
 )
+from eval.sandbox import SandboxPolicy, grant, run_environment, tools
+from eval.verdict import KEY_BYTES, FrameReader
 from eval.workspace import SourceStore, prepare, test_files
 
 log = logging.getLogger(__name__)
+
+
+def default_cache() -> Path:
+    """Where sandboxed runs keep their Triton caches unless told otherwise."""
+    home = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return home / "triton-pr-bench" / "sandbox"
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,10 @@ class RunSettings:
     keep_trees: bool = False
     # added to every run's environment (e.g. TRITON_INTERPRET=1, a framework's test switches)
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # the local backend's sandbox (None: --no-sandbox, trusted base/gold runs only); the docker
+    # backend takes its limits from it
+    sandbox: SandboxPolicy | None = field(default_factory=SandboxPolicy)
+    cache_root: Path | None = None  # Triton caches the runs may write; default_cache() if None
 
 
 class Backend(Protocol):
@@ -79,6 +101,8 @@ def _result(
     task: Task, variant: Variant, idx: int, raw: RawRun, run_dir: Path, extra_detail: str = ""
 ) -> RunResult:
     failure, passed, detail = classify(raw)
+    flags = [name for name, hit in (("tampered", raw.tampered), ("verdict_channel", raw.problems),
+                                    ("unreported_tests", raw.missing)) if hit]  # fmt: skip
     return RunResult(
         task_id=task.task_id,
         variant=variant,
@@ -91,7 +115,29 @@ def _result(
         kernels=raw.kernels,
         log=str(run_dir / "pytest.log"),
         detail=extra_detail or detail,
+        flags=tuple(flags),
+        sandbox=raw.sandbox,
     )
+
+
+def _expected(tdir: TaskDir, variant: Variant) -> tuple[str, ...]:
+    """The node ids a prediction run must report: the valid reference's fail-to-pass and
+    pass-to-pass tests."""
+    from eval.model import Reference
+
+    if variant is not Variant.PREDICTION:
+        return ()
+    ref = tdir.load(TaskFile.REFERENCE, Reference)
+    return (*ref.fail_to_pass, *ref.pass_to_pass) if ref is not None and ref.valid else ()
+
+
+def _cache(settings: RunSettings, task: Task, variant: Variant) -> Path:
+    """A prediction's writes to the Triton cache never reach a trusted run's cache."""
+    root = settings.cache_root or default_cache()
+    trusted = variant is not Variant.PREDICTION
+    path = root / "trusted" if trusted else root / "predictions" / task.task_id
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _splice_failure(task: Task, variant: Variant, idx: int, exc: Exception) -> RunResult:
@@ -123,7 +169,8 @@ def _tree(
 
 
 class LocalBackend:
-    """The framework at the base commit in a scratch tree, run on the current Python."""
+    """The framework at the base commit in a scratch tree, run on the current Python inside a
+    bubblewrap sandbox."""
 
     name = "local"
 
@@ -131,6 +178,8 @@ class LocalBackend:
         self.stores = stores
         self.scratch = scratch
         self.settings = settings
+        if settings.sandbox is not None:
+            tools()  # a missing bwrap is one clear error before any run
 
     def run(
         self,
@@ -142,33 +191,48 @@ class LocalBackend:
         prediction: Mapping[str, Any] | None = None,
         extra_env: Mapping[str, str] | None = None,
     ) -> RunResult:
+        if variant is Variant.PREDICTION and self.settings.sandbox is None:
+            raise EvalError("a prediction always runs sandboxed: --no-sandbox is for trusted "
+                            "base and gold reference runs", task_id=task.task_id)  # fmt: skip
         tree = _tree(self.stores, self.scratch, task, tdir, variant, run_index, prediction)
         if isinstance(tree, RunResult):
             return tree
         files = run_targets(task, self.settings.max_test_files, tree)
-        kernels = [k.name for k in task.kernels]
+        cache = _cache(self.settings, task, variant)
         hints = framework(task.framework).tests
         raw = run_pytest(
             tree,
             files,
             run_dir,
             timeout_s=self.settings.timeout_s,
-            kernels=kernels,
-            extra_env={**framework_env(task), **self.settings.extra_env, **(extra_env or {})},
+            policy=self.settings.sandbox,
+            kernels=[k.name for k in task.kernels],
+            extra_env={
+                **framework_env(task),
+                **self.settings.extra_env,
+                "TRITON_CACHE_DIR": str(cache),
+                **(extra_env or {}),
+            },
             isolated_timing=self.settings.isolated_timing,
+            writable=(cache,),
+            expected=_expected(tdir, variant),
             pythonpath=hints.pythonpath,
             pytest_args=hints.pytest_args,
         )
         if not self.settings.keep_trees:
-            import shutil
-
             shutil.rmtree(tree, ignore_errors=True)
         return _result(task, variant, run_index, raw, run_dir)
 
 
+SRC = "/workspace/src"
+TOOLS = "/opt/triton-pr-bench"
+
+
 class DockerBackend:
     """The task's image (from envbuild's env.json), the prepared tree mounted over its source,
-    GPUs passed through, no network."""
+    GPUs passed through; no network, a non-root user, a read-only root with a private /tmp, no
+    capabilities, no new privileges, limits on processes, memory and CPU. Verdict frames come
+    from the engine's log of the container's stdout, which the container cannot alter."""
 
     name = "docker"
 
@@ -181,10 +245,12 @@ class DockerBackend:
         gpus: bool = True,
         python: str = "python",
         image: str | None = None,
+        cpus: float | None = None,
     ):
         import docker
 
         self.client = client or docker.from_env()
+        self.cpus = cpus or max(1.0, (os.cpu_count() or 2) / 2)
         self.stores = stores
         self.scratch = scratch
         self.settings = settings
@@ -214,66 +280,110 @@ class DockerBackend:
         prediction: Mapping[str, Any] | None = None,
         extra_env: Mapping[str, str] | None = None,
     ) -> RunResult:
-        import docker
-
         tree = _tree(self.stores, self.scratch, task, tdir, variant, run_index, prediction)
         if isinstance(tree, RunResult):
             return tree
         run_dir.mkdir(parents=True, exist_ok=True)
         files = run_targets(task, self.settings.max_test_files, tree)
         hints = framework(task.framework).tests
-        cmd = pytest_command(files, Path("/out/junit.xml"), self.python, hints.pytest_args)
-        env = {
-            "PYTHONPATH": ":".join(
-                [
-                    *(f"/workspace/src/{p}" for p in hints.pythonpath),
-                    "/workspace/src",
-                    "/opt/triton-pr-bench",
-                ]
-            ),
-            "TPB_KERNELS": ",".join(k.name for k in task.kernels),
-            "TPB_OUT": "/out/kernels.json",
-            "TPB_ISOLATED": "1" if self.settings.isolated_timing else "0",
+        policy = self.settings.sandbox or SandboxPolicy()
+        key = secrets.token_bytes(KEY_BYTES)
+        kernels = [k.name for k in task.kernels]
+        env = run_environment({}, {
+            **channel_env(SRC, TOOLS, kernels, self.settings.isolated_timing, hints.pythonpath),
+            # frames on the container's stdout (the engine keeps its log), the key on stdin
+            "TPB_VERDICT_FD": "1", "TPB_KEY_FD": "0", "HOME": "/tmp", "TMPDIR": "/tmp",
             **framework_env(task),
             **self.settings.extra_env,
             **(extra_env or {}),
-        }
-        requests = (
-            [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else []
-        )
+        })  # fmt: skip
+        grant([tree], policy)
+        before = snapshot(tree)
+        container = self._create(tdir, tree, files, env, policy, hints.pytest_args)
         t0 = time.perf_counter()
-        container = self.client.containers.run(
-            self._image(tdir),
-            cmd,
-            detach=True,
-            network_mode="none",
-            working_dir="/workspace/src",
-            environment=env,
-            volumes={
-                str(tree.resolve()): {"bind": "/workspace/src", "mode": "rw"},
-                str(run_dir.resolve()): {"bind": "/out", "mode": "rw"},
-                str(PROJECT_ROOT): {"bind": "/opt/triton-pr-bench", "mode": "ro"},
-            },
-            device_requests=requests,
-        )
         timed_out = False
         try:
-            status = container.wait(timeout=self.settings.timeout_s)
-            code: int | None = int(status.get("StatusCode", -1))
-        except Exception:  # the SDK raises a requests timeout: kill the whole container
-            timed_out, code = True, None
-            container.kill()
-        wall = time.perf_counter() - t0
-        (run_dir / "pytest.log").write_bytes(container.logs())
-        container.remove(force=True)
-        timings = read_watch(run_dir / "kernels.json")
-        junit = run_dir / "junit.xml"
-        raw = RawRun(
+            self._start_with_key(container, key)
+            try:
+                status = container.wait(timeout=self.settings.timeout_s)
+                code: int | None = int(status.get("StatusCode", -1))
+            except Exception:  # the SDK raises a requests timeout: kill the whole container
+                timed_out, code = True, None
+                container.kill()
+                container.wait(timeout=60)
+            wall = time.perf_counter() - t0
+            # The engine kept both streams as they came: the container cannot rewrite them.
+            frames = FrameReader(key)
+            frames.feed(container.logs(stdout=True, stderr=False))
+            frames.close()
+            log_bytes = container.logs(stdout=False, stderr=True)
+        finally:
+            container.remove(force=True)
+        (run_dir / "pytest.log").write_bytes(log_bytes)
+        raw = raw_run(
+            frames.verdict(),
             exit_code=code,
             timed_out=timed_out,
             wall_s=wall,
-            tests=parse_junit(junit) if junit.exists() else (),
-            log_text=(run_dir / "pytest.log").read_text(errors="replace"),
-            kernels=timings,
+            log_text=log_bytes.decode(errors="replace"),
+            tree_changes=changes(before, snapshot(tree)),
+            expected=_expected(tdir, variant),
+            sandbox="docker",
         )
+        if not self.settings.keep_trees:
+            shutil.rmtree(tree, ignore_errors=True)
         return _result(task, variant, run_index, raw, run_dir)
+
+    def _create(
+        self, tdir: TaskDir, tree: Path, files: list[str], env: Mapping[str, str],
+        policy: SandboxPolicy, pytest_args: Sequence[str] = (),
+    ) -> Any:  # fmt: skip
+        import docker
+
+        requests = (
+            [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else []
+        )
+        root = tree.resolve()
+        volumes = {
+            str(root): {"bind": SRC, "mode": "rw"},
+            str(PROJECT_ROOT / "eval"): {"bind": f"{TOOLS}/eval", "mode": "ro"},
+            # the tests it runs, the conftests and pytest's configuration stay as prepared
+            **{str(p.resolve()): {"bind": f"{SRC}/{p.relative_to(tree)}", "mode": "ro"}
+               for p in freeze_list(tree, files)},
+        }  # fmt: skip
+        uid = os.geteuid() if os.geteuid() != 0 else policy.uid
+        tmp = f"rw,nosuid,nodev,size={policy.tmp_bytes},mode=1777"
+        return self.client.containers.create(
+            self._image(tdir),
+            pytest_command(files, self.python, pytest_args),
+            stdin_open=True,
+            network_mode="none",
+            working_dir=SRC,
+            environment=dict(env),
+            user=f"{uid}:{uid}",
+            read_only=True,
+            tmpfs={"/tmp": tmp, "/dev/shm": tmp},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=policy.processes,
+            mem_limit=policy.memory_bytes,
+            memswap_limit=policy.memory_bytes,
+            nano_cpus=int(self.cpus * 1e9),
+            ulimits=[
+                docker.types.Ulimit(name="fsize", soft=policy.file_bytes, hard=policy.file_bytes),
+                docker.types.Ulimit(name="core", soft=0, hard=0),
+            ],
+            volumes=volumes,
+            device_requests=requests,
+        )
+
+    @staticmethod
+    def _start_with_key(container: Any, key: bytes) -> None:
+        """Start the container and write the run's key to its stdin, then close it."""
+        sock = container.attach_socket(params={"stdin": 1, "stream": 1})
+        try:
+            container.start()
+            raw = getattr(sock, "_sock", sock)
+            raw.sendall(key)
+        finally:
+            sock.close()

@@ -93,6 +93,10 @@ def decide(
     lists = f2p, p2p, tuple(flaky)
     if not gold:
         return verdict(VerificationStatus.UNVERIFIED, "no gold run"), *lists
+    flagged = sorted({f for r in (*base, *gold) for f in r.flags})
+    if flagged:  # a run whose verdict cannot be trusted decides nothing
+        why = f"a reference run was flagged ({', '.join(flagged)})"
+        return verdict(VerificationStatus.UNVERIFIED, why), *lists
     if gold_bad or not gold_ok:
         missing = missing_modules(gold)
         if missing:

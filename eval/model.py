@@ -72,6 +72,10 @@ class RunResult:
     kernels: tuple[KernelTiming, ...] = ()
     log: str = ""  # path of the run's log, relative to the run directory
     detail: str = ""  # the message that decided `failure`
+    # why the run cannot count whatever its tests say: tampered, verdict_channel,
+    # unreported_tests (eval.runner; the detail says what)
+    flags: tuple[str, ...] = ()
+    sandbox: str = ""  # bwrap | docker | none (trusted runs, --no-sandbox); "" in older records
 
     def outcome_of(self, nodeid: str) -> str | None:
         return next((t.outcome for t in self.tests if t.nodeid == nodeid), None)

@@ -11,9 +11,10 @@ environment:
   of each test function, and this many tests in all (spread over the functions), deselecting
   the rest at collection: a test selection run on large parametrized files.
 
-Reads nothing else. Writes TPB_OUT: availability of torch/CUDA/Triton, per kernel whether it
-launched, launch counts, the test node ids that launched it, in-test GPU time, isolated time
-and the captured launches, plus notes.
+Reads nothing else. Writes TPB_OUT when set (the eval runner does not set it: it takes
+`KernelWatcher.report` through the verdict plugin's channel, eval/verdict_plugin): availability
+of torch/CUDA/Triton, per kernel whether it launched, launch counts, the test node ids that
+launched it, in-test GPU time, isolated time and the captured launches, plus notes.
 Refuses nothing: a missing torch, Triton or GPU is written into the report and never fails a
 test, and a failure inside the watch becomes a note, never an exception in the test.
 
@@ -132,12 +133,16 @@ def match_kernel_events(
 
 
 def read_plugin_output(path: str | os.PathLike[str]) -> dict[str, KernelTiming]:
-    """The report at `path` as one `KernelTiming` per watched kernel.
+    """The report at `path` as one `KernelTiming` per watched kernel."""
+    return timings_from_report(json.loads(Path(path).read_text()))
+
+
+def timings_from_report(data: Mapping[str, Any]) -> dict[str, KernelTiming]:
+    """One `KernelTiming` per watched kernel of a report (`KernelWatcher.report`).
 
     `KernelTiming.total_ms` is not optional: it is 0.0 where the profiler did not run (as for a
     kernel that never launched); `calls` then counts the launches the patch saw.
     """
-    data = json.loads(Path(path).read_text())
     out = {}
     for name, k in data.get("kernels", {}).items():
         out[name] = KernelTiming(
@@ -456,7 +461,15 @@ class KernelWatcher:
             self._time_isolated()
         if self.config.out is None:
             return
-        report = {
+        out = self.config.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps(self.report(), indent=1))
+        tmp.replace(out)
+
+    def report(self) -> dict[str, Any]:
+        """What TPB_OUT holds; the harness's verdict plugin sends the same over its channel."""
+        return {
             "available": {
                 "torch": self.torch is not None,
                 "cuda": self.cuda,
@@ -465,11 +478,6 @@ class KernelWatcher:
             "kernels": {name: w.to_dict() for name, w in self.watches.items()},
             "notes": list(self.notes),
         }
-        out = self.config.out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(report, indent=1))
-        tmp.replace(out)
 
 
 def pytest_configure(config: Any) -> None:

@@ -131,8 +131,10 @@ def judge(task: Task, base: Sequence[RunResult], gold: Sequence[RunResult]) -> t
     f2p = sorted(n for n, o in g.items() if o == ok and n not in flaky and b.get(n) != ok)
     p2p = sorted(n for n, o in g.items() if o == ok and b.get(n) == ok and n not in flaky)
     gold_failing = sorted(n for n, o in g.items() if o <= {"failed", "error"})
-    broken = [r for r in gold if r.failure in (FailureClass.TIMEOUT, FailureClass.CRASH,
-                                               FailureClass.CUDA_ERROR)]  # fmt: skip
+    # a gold run that timed out, crashed, or whose verdict cannot be trusted (tampered, a
+    # channel problem: on a trusted kernel, a harness or framework problem to look at)
+    broken = [r for r in gold if r.flags or r.failure in (FailureClass.TIMEOUT, FailureClass.CRASH,
+                                                          FailureClass.CUDA_ERROR)]  # fmt: skip
     lists = tuple(f2p), tuple(p2p), tuple(flaky)
     if not gold or broken or not (f2p or p2p):
         classes = sorted({str(r.failure) for r in gold if not r.passed})

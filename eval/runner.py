@@ -1,19 +1,25 @@
-"""Run a task's tests once and judge the run by exit codes and pytest's junit XML, never stdout.
+"""Run a task's tests once, sandboxed, and judge the run by what the harness's verdict plugin
+streamed over its channel and by exit codes: never by stdout, never by a file the run wrote.
 
-Reads: a prepared source tree, the test files to run. Writes: the run's junit XML, its log and
-the kernel-watch plugin's JSON into the run directory.
-Rules: pytest runs in its own process group and the whole group is killed at the timeout (a
-hanging kernel leaves no orphan). Failures are classified: compile error, CUDA error, timeout,
-crash, infrastructure (missing dependency, no GPU, nothing collected) apart from plain test
-failures; the classification reads the junit messages and the log's error lines.
+Reads: a prepared source tree, the test files to run. Writes: the run's log (pytest's output)
+into the run directory.
+Rules: pytest runs in the sandbox (`eval.sandbox`; without one only when the caller says so, for
+trusted base/gold runs) with the kernel-watch and verdict plugins loaded before any framework
+code. At the timeout the sandbox is killed whole: no process of the run survives it. The test
+files, conftest files and pytest configuration, and every importable file of the tree, are
+hashed before and after: a change marks the run tampered. Failures are classified: compile
+error, CUDA error, timeout, crash, infrastructure (missing dependency, no GPU, nothing collected
+or all skipped, a tampered run or a verdict channel with problems) apart from plain test
+failures; the classification reads the reported messages and the log's error lines.
+`parse_junit` reads recorded junit files (older runs, the classifier's tests); runs no longer
+write one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
+import secrets
 import socket
 import subprocess
 import sys
@@ -24,8 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.model import FailureClass, KernelTiming, TestOutcome
+from eval.protected import changes, freeze_list, snapshot
+from eval.sandbox import (
+    PROJECT_ROOT,
+    Mounts,
+    SandboxPolicy,
+    run_environment,
+    spawn,
+    stop,
+)
+from eval.verdict import KEY_BYTES, PipeReader, Verdict
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+__all__ = ["PROJECT_ROOT", "RawRun", "classify", "parse_junit", "pytest_command", "raw_run",
+           "run_pytest"]  # fmt: skip
 
 _COMPILE = re.compile(
     r"CompilationError|CompileTimeAssertionFailure|triton\.compiler\.errors|"
@@ -51,16 +68,46 @@ class RawRun:
     tests: tuple[TestOutcome, ...]
     log_text: str
     kernels: tuple[KernelTiming, ...]
+    ended: bool = True  # pytest finished its session (the `end` frame; recorded runs: assumed)
+    session_exit: int | None = None  # pytest's exit status as the plugin reported it
+    problems: tuple[str, ...] = ()  # the verdict channel's (forged, duplicate, missing reports)
+    tampered: tuple[str, ...] = ()  # test files or pytest internals changed during the run
+    missing: tuple[str, ...] = ()  # expected node ids (the reference's) the run did not report
+    sandbox: str = ""  # bwrap | docker | none
 
 
 def pytest_command(
-    files: Sequence[str], junit: Path, python: str = sys.executable, args: Sequence[str] = ()
+    files: Sequence[str], python: str = sys.executable, args: Sequence[str] = ()
 ) -> list[str]:
+    # The kernel watch first: the verdict plugin notes its functions when it is imported.
     return [
         python, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
-        "-p", "eval.pytest_plugin", f"--junitxml={junit}", "-o", "junit_family=xunit1",
-        *args, *files,
+        "-p", "eval.pytest_plugin", "-p", "tpb_verdict", *args, *files,
     ]  # fmt: skip
+
+
+def channel_env(
+    workdir: Path | str,
+    plugin_root: Path | str,
+    kernels: Sequence[str],
+    isolated_timing: bool,
+    pythonpath: Sequence[str] = (),
+) -> dict[str, str]:
+    """The variables the harness sets for a test run (the channel's fds come on top);
+    `pythonpath`: directories of the framework's checkout that go first (a src/ layout)."""
+    return {
+        # the verdict plugin's directory first: nothing in the tree can shadow it
+        "PYTHONPATH": os.pathsep.join(
+            [
+                str(Path(plugin_root) / "eval" / "verdict_plugin"),
+                *(str(Path(workdir) / p) for p in pythonpath),
+                str(workdir),
+                str(plugin_root),
+            ]
+        ),
+        "TPB_KERNELS": ",".join(kernels),
+        "TPB_ISOLATED": "1" if isolated_timing else "0",
+    }
 
 
 def run_pytest(
@@ -69,69 +116,98 @@ def run_pytest(
     out_dir: Path,
     *,
     timeout_s: float,
+    policy: SandboxPolicy | None,
     kernels: Sequence[str] = (),
     extra_env: Mapping[str, str] | None = None,
     python: str = sys.executable,
     isolated_timing: bool = True,
+    writable: Sequence[Path] = (),
+    expected: Sequence[str] = (),
     pythonpath: Sequence[str] = (),
     pytest_args: Sequence[str] = (),
 ) -> RawRun:
-    """Run pytest on `files` inside `workdir`; results land in `out_dir`."""
+    """Run pytest on `files` inside `workdir`, sandboxed by `policy` (None: not sandboxed);
+    the log lands in `out_dir`. `writable`: more directories the run may write (a Triton
+    cache); `expected`: node ids the run must report (a prediction run's reference tests)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    junit, log, watch = out_dir / "junit.xml", out_dir / "pytest.log", out_dir / "kernels.json"
-    for f in (junit, watch):
-        f.unlink(missing_ok=True)
-    env = dict(os.environ)
-    # The framework's source first, then this project (for the kernel-watch plugin).
-    # (`pythonpath`: directories of the framework's checkout that go first, e.g. a src/ layout)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [
-            *(str(workdir / p) for p in pythonpath),
-            str(workdir),
-            str(PROJECT_ROOT),
-            *filter(None, [env.get("PYTHONPATH")]),
-        ]
-    )
-    env.update(
-        TPB_KERNELS=",".join(kernels),
-        TPB_OUT=str(watch),
-        TPB_ISOLATED="1" if isolated_timing else "0",
-        PYTHONDONTWRITEBYTECODE="1",
-    )
+    log_path = out_dir / "pytest.log"
+    for stale in ("junit.xml", "kernels.json"):  # written by older runs; never read now
+        (out_dir / stale).unlink(missing_ok=True)
+    key = secrets.token_bytes(KEY_BYTES)
+    read_fd, write_fd = os.pipe()
+    key_read, key_write = os.pipe()
+    os.write(key_write, key)
+    os.close(key_write)
+    extra = channel_env(workdir, PROJECT_ROOT, kernels, isolated_timing, pythonpath)
+    extra.update(TPB_VERDICT_FD=str(write_fd), TPB_KEY_FD=str(key_read))
     # Frameworks' tests often start torch.distributed on MASTER_PORT; runs side by side must
-    # not share one.
-    env.setdefault("MASTER_PORT", str(_free_port()))
-    env.setdefault("MASTER_ADDR", "127.0.0.1")
-    # a single-process launch, as torchrun would describe it
-    for key, value in (("WORLD_SIZE", "1"), ("RANK", "0"), ("LOCAL_RANK", "0")):
-        env.setdefault(key, value)
-    env.update(extra_env or {})
-    t0 = time.perf_counter()
+    # not share one. A single-process launch, as torchrun would describe it.
+    for name, value in (("MASTER_PORT", str(_free_port())), ("MASTER_ADDR", "127.0.0.1"),
+                        ("WORLD_SIZE", "1"), ("RANK", "0"), ("LOCAL_RANK", "0")):  # fmt: skip
+        extra[name] = os.environ.get(name, value)
+    env = run_environment(os.environ, {**extra, **(extra_env or {})})
+    mounts = Mounts(workdir, writable=tuple(writable),
+                    frozen=tuple(freeze_list(workdir, list(files))))  # fmt: skip
+    before = snapshot(workdir)
+    reader = PipeReader(read_fd, key)
+    reader.start()
     timed_out = False
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(
-            pytest_command(files, junit, python, pytest_args),
-            cwd=workdir,
-            env=env,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
+    t0 = time.perf_counter()
+    try:
+        with log_path.open("wb") as fh:
+            proc = spawn(pytest_command(files, python, pytest_args), mounts, policy, env,
+                         timeout_s=timeout_s, stdout=fh, pass_fds=(write_fd, key_read))  # fmt: skip
+            os.close(write_fd)
+            os.close(key_read)
+            write_fd = key_read = -1
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                stop(proc)
+    finally:
+        for fd in (write_fd, key_read):
+            if fd >= 0:
+                os.close(fd)
     wall = time.perf_counter() - t0
-    tests = parse_junit(junit) if junit.exists() else ()
-    timings = read_watch(watch)
-    return RawRun(
+    return raw_run(
+        reader.finish().verdict(),
         exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
         wall_s=wall,
-        tests=tests,
-        log_text=log.read_text(errors="replace"),
-        kernels=timings,
+        log_text=log_path.read_text(errors="replace"),
+        tree_changes=changes(before, snapshot(workdir)),
+        expected=expected,
+        sandbox="none" if policy is None else "bwrap",
+    )
+
+
+def raw_run(
+    verdict: Verdict,
+    *,
+    exit_code: int | None,
+    timed_out: bool,
+    wall_s: float,
+    log_text: str,
+    tree_changes: Sequence[str],
+    expected: Sequence[str],
+    sandbox: str,
+) -> RawRun:
+    """A run as the harness saw it: the channel's verdict, the exit code, the tree's changes."""
+    reported = {t.nodeid for t in verdict.tests}
+    return RawRun(
+        exit_code=exit_code,
+        timed_out=timed_out,
+        wall_s=wall_s,
+        tests=verdict.tests,
+        log_text=log_text,
+        kernels=verdict.kernels,
+        ended=verdict.ended,
+        session_exit=verdict.exitstatus,
+        problems=verdict.problems,
+        tampered=(*verdict.tampered, *(f"the run changed {c}" for c in tree_changes)),
+        missing=tuple(n for n in expected if n not in reported),
+        sandbox=sandbox,
     )
 
 
@@ -139,21 +215,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def read_watch(path: Path) -> tuple[KernelTiming, ...]:
-    """The kernel-watch plugin's timings of one run (none when it wrote no report)."""
-    if not path.exists():
-        return ()
-    from eval.pytest_plugin import read_plugin_output
-
-    return tuple(read_plugin_output(path).values())
 
 
 def parse_junit(path: Path) -> tuple[TestOutcome, ...]:
@@ -194,9 +255,14 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
     """(failure class, passed, the message that decided)."""
     if raw.timed_out:
         return FailureClass.TIMEOUT, False, "killed at the time limit"
+    if raw.tampered:
+        return FailureClass.INFRA, False, f"tampered: {raw.tampered[0]}"
+    if raw.problems:
+        return FailureClass.INFRA, False, f"verdict channel: {raw.problems[0]}"
     bad = [t for t in raw.tests if t.outcome in ("failed", "error")]
     ran = [t for t in raw.tests if t.outcome != "skipped"]
-    if raw.exit_code == 0 and ran and not bad:
+    clean_exit = raw.exit_code == 0 and raw.session_exit in (None, 0)
+    if clean_exit and raw.ended and ran and not bad and not raw.missing:
         return FailureClass.NONE, True, ""
     text = "\n".join(t.message for t in bad) + "\n" + _error_lines(raw.log_text)
     for pattern, cls in ((_CUDA, FailureClass.CUDA_ERROR), (_COMPILE, FailureClass.COMPILE_ERROR)):
@@ -208,14 +274,19 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
     m = _INFRA.search(text)
     if m and not any(t.outcome == "failed" for t in bad):
         return FailureClass.INFRA, False, _line_of(text, m.start())
+    if not raw.ended:
+        why = f"the test process ended (exit {raw.exit_code}) before pytest finished its session"
+        return FailureClass.CRASH, False, why
     if not raw.tests:
-        return FailureClass.INFRA, False, f"no junit report (pytest exit {raw.exit_code})"
+        return FailureClass.INFRA, False, f"no test report (pytest exit {raw.exit_code})"
     if not ran:
         return FailureClass.INFRA, False, "every selected test was skipped"
-    if raw.exit_code == 0:
-        return FailureClass.NONE, True, ""
-    first = bad[0] if bad else None
-    return FailureClass.TEST_FAILURE, False, first.message.splitlines()[0] if first else ""
+    if bad:
+        first = bad[0].message.splitlines()[0] if bad[0].message.strip() else ""
+        return FailureClass.TEST_FAILURE, False, first or f"{bad[0].nodeid} {bad[0].outcome}"
+    if raw.missing:
+        return FailureClass.TEST_FAILURE, False, f"{raw.missing[0]} was not reported"
+    return FailureClass.TEST_FAILURE, False, f"pytest exit {raw.exit_code} with no failed test"
 
 
 def _error_lines(log: str, limit: int = 200) -> str:

@@ -10,8 +10,11 @@ interrupted scoring resumes), `<run>/report.json` and `<run>/report.md`.
 Every task of the task set is in every denominator: a task without a prediction, or whose
 prediction does not splice, compile or pass, counts as not completed. A prediction that defines
 no Triton kernel, never launches one of the task's kernels during the tests, memoises its
-output, or writes into a tensor argument that the gold kernel only reads is marked and not
-credited.
+output, writes into a tensor argument that the gold kernel only reads, uses an API a kernel has
+no business with (`eval.source_scan`), or whose run was tampered with or left expected tests
+unreported, is marked and not credited.
+Refuses (EvalError): a predictions file with a line that is not a JSON object, a record without
+a task_id, or a task id twice.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ from core.records import from_json, to_json
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
+from eval.errors import EvalError
 from eval.model import FailureClass, Reference, RunResult, Variant
+from eval.source_scan import added_lines, forbidden
 
 _JIT = re.compile(r"triton\.jit|@jit\b|triton\.autotune|\btl\.")
 _MEMO = re.compile(
@@ -82,14 +87,35 @@ class Report:
 
 
 def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
+    """The records of a predictions file, by task id.
+
+    Refuses (EvalError, one line with the file and line number): a line that is not a JSON
+    object, a record without a task_id, and a task id predicted twice (no last-wins: which of
+    two answers counts must not depend on their order).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalError(f"{path}: cannot read the predictions: {exc}") from None
     preds: dict[str, dict[str, Any]] = {}
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    first: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        rec = json.loads(line)
-        if "task_id" not in rec:
-            raise ValueError(f"{path}:{n}: a prediction needs a task_id")
-        preds[rec["task_id"]] = rec
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvalError(f"{path}:{n}: not JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(rec, dict):
+            raise EvalError(f"{path}:{n}: a prediction is a JSON object, not a "
+                            f"{type(rec).__name__}")  # fmt: skip
+        task_id = rec.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            raise EvalError(f"{path}:{n}: a prediction needs a task_id")
+        if task_id in preds:
+            raise EvalError(f"{path}:{n}: {task_id} was already predicted on line "
+                            f"{first[task_id]}")  # fmt: skip
+        preds[task_id], first[task_id] = rec, n
     return preds
 
 
@@ -101,13 +127,18 @@ def prediction_flags(
         text = "\n".join(
             (k.after_src if pred["from"] == "gold" else k.before_src) or "" for k in task.kernels
         )
+        sources = [text]
     else:
         kernels = pred.get("kernels") or {}
         values = kernels.values() if isinstance(kernels, dict) else (k["source"] for k in kernels)
-        text = "\n".join(values) + "\n" + str(pred.get("patch") or "")
+        sources = [str(v) for v in values]
+        text = "\n".join(sources) + "\n" + str(pred.get("patch") or "")
+        sources.append(added_lines(str(pred.get("patch") or "")))
     flags = []
     if not _JIT.search(text):
         flags.append("no_triton_kernel")
+    if pred.get("from") not in ("gold", "base") and forbidden(sources):
+        flags.append("forbidden_api")
     if _MEMO.search(text):
         flags.append("memoised_output")
     if run is not None and run.passed and run.kernels and all(k.calls == 0 for k in run.kernels):
@@ -168,6 +199,9 @@ def score_task(
             (pred_runs if v is variant else gold_runs).append(r)
     last = pred_runs[-1]
     flags = prediction_flags(task, prediction, last, gold_runs[-1] if gold_runs else None)
+    # a run that was tampered with, whose channel had problems or that left expected tests
+    # unreported cannot count, whatever its tests say
+    flags += sorted({f for r in pred_runs for f in r.flags} - set(flags))
     exec_ok = all(_passes(r, ref) for r in pred_runs)
     call_ok = all(r.failure not in CALL_FAILURES for r in pred_runs)
     t_pred = _median([_kernel_ms(r) for r in pred_runs])
@@ -197,7 +231,10 @@ def score_task(
 
 def _passes(run: RunResult, ref: Reference | None) -> bool:
     """With a valid reference, the run passes when every fail-to-pass and pass-to-pass test
-    passes (as SWE-bench grades); without one, when the whole test run passed."""
+    passes (as SWE-bench grades); without one, when the whole test run passed. A flagged run
+    never passes."""
+    if run.flags:  # tampered, a channel problem, expected tests unreported: whatever it says
+        return False
     if ref is None or not ref.valid:
         return run.passed
     wanted = (*ref.fail_to_pass, *ref.pass_to_pass)

@@ -37,6 +37,11 @@ class EvalSettings:
     only_approved: bool = False
     runs: int = 3
     reselect: bool = False  # choose the node ids again even when the task has them
+    env: list[str] = field(default_factory=list)  # NAME=VALUE set in every test run
+    sandbox_memory: float | None = None  # GiB per sandboxed process
+    sandbox_full_dev: bool = False
+    no_sandbox: bool = False  # trusted base/gold reference runs only; recorded in each run
+    triton_cache: Path | None = None
     out: Path = Path("runs/reference")
     force: bool = False  # rerun tasks that have a reference already
     jobs: int = 1
@@ -67,12 +72,24 @@ def select_tasks(args: EvalSettings) -> list[TaskDir]:
 
 
 def make_backend(args: EvalSettings, scratch: Path) -> Any:
-    from eval.backends import DockerBackend, LocalBackend, RunSettings
+    from dataclasses import replace
 
+    from eval.backends import DockerBackend, LocalBackend, RunSettings
+    from eval.sandbox import GIB, SandboxPolicy
+
+    extra_env = dict(kv.split("=", 1) for kv in args.env if "=" in kv)
+    if len(extra_env) != len(args.env):
+        raise EvalError("--env takes NAME=VALUE")
+    policy = SandboxPolicy(full_dev=args.sandbox_full_dev)
+    if args.sandbox_memory:
+        policy = replace(policy, memory_bytes=int(args.sandbox_memory * GIB))
     settings = RunSettings(
         timeout_s=args.timeout,
         max_test_files=args.max_test_files,
         isolated_timing=not args.no_isolated_timing,
+        extra_env=extra_env,
+        sandbox=None if args.no_sandbox else policy,
+        cache_root=args.triton_cache,
     )
     if args.backend == "docker":
         return DockerBackend(stores(args), scratch, settings)

@@ -7,8 +7,9 @@ commit is reachable from the tests.
 Rules: the PR's tests (test.patch) are always applied. `base` is the setup state (setup.patch:
 the PR's whole change with every target at its base version or a stub), `gold` applies
 gold.patch (the setup state plus the gold targets), `prediction` splices the model's targets
-into the setup state by tree-sitter span (or applies its patch there). A task without targets
-(a record of schema 1) has no setup state: its base is the base commit.
+into the setup state by tree-sitter span (or applies its patch there), changing nothing but the
+task's targets (`eval.targets`). A task without targets (a record of schema 1) has no setup
+state: its base is the base commit.
 """
 
 from __future__ import annotations
@@ -85,15 +86,36 @@ def _apply(dest: Path, tdir: TaskDir, name: TaskFile, task: Task) -> None:
 
 
 def _apply_prediction(dest: Path, task: Task, prediction: Mapping[str, Any]) -> None:
+    """Splice or patch the prediction in; `eval.targets` refuses any change beyond the task's
+    targets (as a SpliceError: the prediction's failure, not the harness's)."""
+    from eval.protected import snapshot
     from eval.splice import items_from_prediction, splice_prediction
+    from eval.targets import check_items, check_patch_text, check_patched_tree, target_files
 
     if prediction.get("patch"):
+        patch = str(prediction["patch"])
+        check_patch_text(patch, task)
+        files = sorted(target_files(task))
+        old = {f: _text(dest / f) for f in files}
+        before = snapshot(dest, everything=True)
         try:
-            apply_patch(dest, str(prediction["patch"]))
+            apply_patch(dest, patch)
         except GitError as exc:
             raise SpliceError(f"the prediction's patch does not apply: {exc}") from None
+        after = snapshot(dest, everything=True)
+        sources = {f: (old[f], _text(dest / f)) for f in files if before.get(f) != after.get(f)}
+        check_patched_tree(before, after, sources, task)
     if prediction.get("kernels"):
-        splice_prediction(dest, items_from_prediction(prediction, task))
+        items = items_from_prediction(prediction, task)
+        check_items(items, task)
+        splice_prediction(dest, items)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="surrogateescape")
+    except (FileNotFoundError, IsADirectoryError):
+        return ""
 
 
 def test_files(task: Task, max_files: int = 4, tree: Path | None = None) -> list[str]:

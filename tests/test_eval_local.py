@@ -120,7 +120,8 @@ def task_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
 
 
 def backend(repo: Path, tmp_path: Path, timeout: float = 120.0) -> LocalBackend:
-    settings = RunSettings(timeout_s=timeout, max_test_files=4, isolated_timing=False)
+    settings = RunSettings(timeout_s=timeout, max_test_files=4, isolated_timing=False,
+                           cache_root=tmp_path / "cache")  # fmt: skip
     return LocalBackend({"fw": SourceStore(GitRepo(repo))}, tmp_path / "scratch", settings)
 
 
@@ -134,7 +135,7 @@ def test_reference_run_finds_fail_to_pass(task_env, tmp_path: Path) -> None:
     tdir = only_task(tasks)
     argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "2",
             "--out", str(tmp_path / "runs"), "--no-isolated-timing",
-            "--timeout", "120"]  # fmt: skip
+            "--timeout", "120", "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
     assert eval_main(argv) == 0
     ref = from_json(Reference, json.loads((tdir.root / "reference.json").read_text()))
     assert ref.valid, ref.validity_note
@@ -259,7 +260,8 @@ def test_score_predictions_end_to_end(task_env, tmp_path: Path) -> None:
     def score(out: Path, *records: dict) -> dict:
         preds.write_text("".join(json.dumps(x) + "\n" for x in records))
         argv = ["score", str(preds), "--tasks", str(tasks), "--work", str(work),
-                "--out", str(out), "--no-isolated-timing", "--timeout", "120"]  # fmt: skip
+                "--out", str(out), "--no-isolated-timing", "--timeout", "120",
+                "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
         assert eval_main(argv) == 0
         return json.loads((out / "report.json").read_text())
 
@@ -286,7 +288,8 @@ def test_missing_prediction_counts_in_the_denominator(task_env, tmp_path: Path) 
     preds = tmp_path / "p.jsonl"
     preds.write_text(json.dumps({"task_id": "some-other-task", "kernels": {}}) + "\n")
     out = tmp_path / "score"
-    argv = ["score", str(preds), "--tasks", str(tasks), "--work", str(work), "--out", str(out)]
+    argv = ["score", str(preds), "--tasks", str(tasks), "--work", str(work), "--out", str(out),
+            "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
     assert eval_main(argv) == 0
     report = json.loads((out / "report.json").read_text())["report"]
     assert (report["tasks"], report["completed"], report["tcr"]) == (1, 0, 0.0)

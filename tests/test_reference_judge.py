@@ -110,3 +110,24 @@ def test_hardware_gap() -> None:
     assert hardware_gap(Hardware(gpus=4), 1) == "needs 4 GPUs (1 here)"
     assert "multicast" in (hardware_gap(Hardware(gpus=2, nvlink_multicast=True), 8) or "")
     assert hardware_gap(Hardware(vendor=Vendor.ASCEND), 1) == "needs a ascend accelerator"
+
+
+def test_a_gold_run_that_cannot_be_trusted_makes_the_task_invalid() -> None:
+    from dataclasses import replace
+
+    base = [run(Variant.BASE, 0, {"a": "failed"})]
+    gold = [run(Variant.GOLD, 0, {"a": "passed"}), run(Variant.GOLD, 1, {"a": "passed"})]
+    assert judge(task(TaskType.BUG_FIX), base, gold)[3] is True
+    gold[1] = replace(gold[1], failure=FailureClass.INFRA, passed=False, flags=("tampered",))
+    assert judge(task(TaskType.BUG_FIX), base, gold)[3] is False
+
+
+def test_gate_refuses_a_flagged_gold_run() -> None:
+    from dataclasses import replace
+
+    base = [run(Variant.BASE, i, {"a": "failed"}) for i in range(3)]
+    gold = [run(Variant.GOLD, i, {"a": "passed"}) for i in range(3)]
+    assert gate(TaskType.BUG_FIX, ["a"], base, gold)[0].status == "verified"
+    gold[2] = replace(gold[2], flags=("tampered",))
+    verdict, *_ = gate(TaskType.BUG_FIX, ["a"], base, gold)
+    assert verdict.status == "unverified" and "tampered" in verdict.reason

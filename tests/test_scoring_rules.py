@@ -1,0 +1,129 @@
+"""Scoring rules on a tiny framework whose pass-to-pass test a prediction can break alone: the
+base kernel drops the sign of x (the PR fixes it), so a test on negative inputs is fail-to-pass
+and one on positive inputs pass-to-pass. Run on the CPU with TRITON_INTERPRET=1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from curation.curate import main as curate
+from curation.taskdir import task_dirs
+from eval.__main__ import main as eval_main
+from mining.crawl import main as crawl
+from tests.gitrepo import TinyRepo
+from tests.test_eval_local import CONFTEST
+
+OPS = '''"""Elementwise ops of the tiny framework."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.abs(x) + y, mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    add_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
+    return out
+'''
+GOLD = OPS.replace("tl.abs(x) + y", "x + y")
+
+TEST_POSITIVE = """import torch
+
+from pkg.ops import add
+
+
+def test_positive():
+    x = torch.arange(1, 101, dtype=torch.float32)
+    torch.testing.assert_close(add(x, x), 2 * x)
+"""
+TEST_NEGATIVE = """import torch
+
+from pkg.ops import add
+
+
+def test_negative():
+    x = -torch.arange(1, 101, dtype=torch.float32)
+    torch.testing.assert_close(add(x, torch.ones(100)), x + 1)
+"""
+
+HEAD = (
+    "@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    "    mask = offs < n\n"
+    "    x = tl.load(x_ptr + offs, mask=mask)\n"
+    "    y = tl.load(y_ptr + offs, mask=mask)\n"
+)
+# right for negative x (the fail-to-pass test), wrong for positive x (the pass-to-pass test)
+BREAKS_P2P = HEAD + "    tl.store(out_ptr + offs, tl.where(x < 0, x + y, x - y), mask=mask)\n"
+CORRECT = HEAD + "    tl.store(out_ptr + offs, x + y, mask=mask)\n"
+SKIPS = "def add(x, y, _skip=__import__('pytest').skip('no', allow_module_level=True)):\n    pass\n"
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """The reference of the task, then one scoring of three predictions, row by name."""
+    root = tmp_path_factory.mktemp("scoring")
+    repo = TinyRepo(root / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", OPS)
+    repo.write("tests/test_positive.py", TEST_POSITIVE)
+    repo.commit("Add the add kernel")
+    repo.write("pkg/ops.py", GOLD)
+    repo.write("tests/test_negative.py", TEST_NEGATIVE)
+    repo.commit("Keep the sign of x in add (#3)")
+    work, tasks = root / "work", root / "tasks"
+    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
+    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    common = ["--tasks", str(tasks), "--work", str(work), "--no-isolated-timing",
+              "--timeout", "120", "--triton-cache", str(root / "cache")]  # fmt: skip
+    assert eval_main(["reference", *common, "--runs", "1", "--out", str(root / "ref")]) == 0
+    [tdir] = task_dirs(tasks)
+    ref = json.loads((tdir.root / "reference.json").read_text())
+    assert ref["valid"], ref["validity_note"]
+    assert ref["fail_to_pass"] == ["tests/test_negative.py::test_negative"]
+    assert ref["pass_to_pass"] == ["tests/test_positive.py::test_positive"]
+    rows = {}
+    for name, kernels in (("breaks_p2p", {"add_kernel": BREAKS_P2P}),
+                          ("correct", {"add_kernel": CORRECT}),
+                          ("skips", {"add_kernel": CORRECT, "add": SKIPS})):  # fmt: skip
+        preds = root / f"{name}.jsonl"
+        preds.write_text(json.dumps({"task_id": tdir.id, "kernels": kernels}) + "\n")
+        out = root / name
+        assert eval_main(["score", str(preds), *common, "--out", str(out)]) == 0
+        [rows[name]] = json.loads((out / "report.json").read_text())["tasks"]
+    return rows
+
+
+def test_breaking_only_a_pass_to_pass_test_does_not_complete(scored) -> None:
+    row = scored["breaks_p2p"]
+    assert not row["passed"] and not row["exec_ok"]
+    assert row["failure"] == "test_failure"
+
+
+def test_a_correct_prediction_completes(scored) -> None:
+    """The rule above is not just everything failing."""
+    row = scored["correct"]
+    assert row["passed"] and row["exec_ok"] and row["flags"] == []
+
+
+def test_an_all_skipped_prediction_is_infra_and_does_not_complete(scored) -> None:
+    row = scored["skips"]
+    assert not row["passed"] and not row["exec_ok"]
+    assert row["failure"] == "infra"
+    assert "unreported_tests" in row["flags"]
