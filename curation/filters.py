@@ -231,6 +231,11 @@ def judge(cand: Candidate, reverted: set[str], cfg: FilterConfig | None = None) 
         )
     if all(_is_trivial(kc, cfg) for kc in subst):
         return Verdict(RejectReason.TOO_SMALL, "only a constant changed in the kernels")
+    broken = sorted({kc.file for kc in subst if kc.uncertain})
+    if broken:  # a file that does not parse at one side: no setup state can be built from it
+        return Verdict(
+            RejectReason.UNPARSABLE_SOURCE, "does not parse on one side: " + ", ".join(broken)
+        )
     return Verdict(None, f"{len(subst)} kernel(s) added or modified")
 
 

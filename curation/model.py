@@ -31,6 +31,7 @@ class RejectReason(StrEnum):
     GIANT_REFACTOR = "giant_refactor"
     TOO_SMALL = "too_small"
     NO_BASE_COMMIT = "no_base_commit"  # a root commit: nothing to start the task from
+    UNPARSABLE_SOURCE = "unparsable_source"  # a kernel file does not parse at base or PR commit
 
 
 class CurationStatus(StrEnum):

@@ -114,7 +114,17 @@ def find_targets(
             out.append(
                 Target(k.file, qualname, TargetRole.WRAPPER, status, d.signature, d.docstring)
             )
-    return tuple(out)
+    # A function nested in another target is part of it (a closure inside an autograd
+    # Function's backward): the outer one is the target.
+    names = {(t.file, t.name) for t in out}
+    return tuple(
+        t for t in out if not any((t.file, outer) in names for outer in _enclosing(t.name))
+    )
+
+
+def _enclosing(qualname: str) -> list[str]:
+    parts = qualname.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def setup_files(

@@ -66,6 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose the test node ids again (a capped gold run with the launch capture)",
     )  # fmt: skip
     ref.add_argument(
+        "--select-per-test",
+        type=int,
+        default=2,
+        help="selection run: parametrizations of one test function (default 2)",
+    )
+    ref.add_argument(
+        "--select-max", type=int, default=24, help="selection run: tests in all (default 24)"
+    )
+    ref.add_argument(
+        "--max-node-ids",
+        type=int,
+        default=8,
+        help="node ids kept for the reference runs (default 8)",
+    )
+    ref.add_argument(
         "--jobs", type=int, default=1, help="tasks run side by side (default 1: clean timings)"
     )
     ref.add_argument(

@@ -17,7 +17,7 @@ import platform
 import statistics
 import subprocess
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -168,12 +168,20 @@ def target_kernel_names(task: Task) -> set[str]:
     return names or {k.name for k in task.kernels}
 
 
+@dataclass(frozen=True)
+class SelectionCaps:
+    per_test: int = SELECT_PER_TEST  # parametrizations of one test function
+    total: int = SELECT_MAX  # tests in the selection run
+    keep: int = MAX_NODE_IDS  # node ids kept for the reference runs
+
+
 def select_node_ids(
-    task: Task, tdir: TaskDir, backend: Backend, run_root: Path
+    task: Task, tdir: TaskDir, backend: Backend, run_root: Path, caps: SelectionCaps | None = None
 ) -> tuple[tuple[str, ...], RunResult]:
     """One gold run over the task's test files, capped, with the launch capture: the node ids
     that launched a target kernel and passed, the PR's own tests first."""
-    env = {"TPB_SELECT_PER_TEST": str(SELECT_PER_TEST), "TPB_SELECT_MAX": str(SELECT_MAX),
+    caps = caps or SelectionCaps()
+    env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(caps.total),
            "TPB_ISOLATED": "0"}  # fmt: skip
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
                       extra_env=env)  # fmt: skip
@@ -182,7 +190,7 @@ def select_node_ids(
     passed = [t.nodeid for t in run.tests if t.outcome == "passed" and t.nodeid in launched]
     own = set(task.tests.changed_in_pr)
     ranked = sorted(passed, key=lambda n: (n.split("::", 1)[0] not in own, passed.index(n)))
-    return tuple(ranked[:MAX_NODE_IDS]), run
+    return tuple(ranked[: caps.keep]), run
 
 
 def run_reference(
@@ -194,6 +202,7 @@ def run_reference(
     *,
     reselect: bool = False,
     gpus_here: int = 1,
+    caps: SelectionCaps | None = None,
 ) -> Reference | None:
     """Choose the node ids (once), run base and gold `runs` times each on them, alternating
     which goes first; the gate's verdict goes into task.json, the runs into reference.json.
@@ -208,7 +217,7 @@ def run_reference(
     selection = None
     node_ids = task.tests.node_ids
     if reselect or not node_ids:
-        node_ids, selection = select_node_ids(task, tdir, backend, run_root)
+        node_ids, selection = select_node_ids(task, tdir, backend, run_root, caps)
     task = replace(task, tests=replace(task.tests, node_ids=node_ids))
     results: list[RunResult] = []
     if node_ids:

@@ -37,6 +37,9 @@ class EvalSettings:
     only_approved: bool = False
     runs: int = 3
     reselect: bool = False  # choose the node ids again even when the task has them
+    select_per_test: int = 2  # selection run: parametrizations of one test function
+    select_max: int = 24  # selection run: tests in all
+    max_node_ids: int = 8  # node ids kept for the reference runs
     env: list[str] = field(default_factory=list)  # NAME=VALUE set in every test run
     sandbox_memory: float | None = None  # GiB per sandboxed process
     sandbox_full_dev: bool = False
@@ -116,9 +119,10 @@ def run_references(
     (an error, or the hardware the task needs and this machine lacks)."""
     from functools import partial
 
-    from eval.reference import run_reference
+    from eval.reference import SelectionCaps, run_reference
 
     gpus = gpus_here()
+    caps = SelectionCaps(args.select_per_test, args.select_max, args.max_node_ids)
 
     tdirs = [t for t in select_tasks(args) if args.force or not t.has(TaskFile.REFERENCE)]
     done: list[Reference] = []
@@ -130,7 +134,7 @@ def run_references(
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futures = {
                 pool.submit(
-                    partial(run_reference, reselect=args.reselect, gpus_here=gpus),
+                    partial(run_reference, reselect=args.reselect, gpus_here=gpus, caps=caps),
                     t.load_task(),
                     t,
                     backend,

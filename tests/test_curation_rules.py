@@ -258,3 +258,23 @@ def test_tuned_launch_parameters_are_an_optimization_task(repo: TinyRepo, tmp_pa
     v = {c.id: v for c, v in judge_all(list(cands.values()))}
     assert v["#2"].kept
     assert classify(cands["#2"], substantive_changes(cands["#2"])).type is TaskType.OPTIMIZATION
+
+
+def test_a_kernel_file_that_does_not_parse_on_one_side_is_rejected_with_its_reason(
+    repo: TinyRepo, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from curation.filters import judge
+
+    repo.write("pkg/ops/add.py", ADD_KERNEL.replace("x + y, mask=mask)", "x * y, mask=mask))"))
+    repo.commit("Fix the add kernel (#2)")  # committed with a syntax error, as happens
+    cand = next(c for c in mine(repo, tmp_path) if c.id == "#2")
+    assert any(kc.uncertain for kc in cand.kernel_changes)
+    assert judge(cand, set()).reason is RejectReason.UNPARSABLE_SOURCE
+    cand = next(c for c in mine(repo, tmp_path) if c.id == "#1")
+    assert judge(cand, set()).kept
+    broken = replace(cand, kernel_changes=tuple(replace(kc, uncertain=True)
+                                                 for kc in cand.kernel_changes))  # fmt: skip
+    verdict = judge(broken, set())
+    assert verdict.reason is RejectReason.UNPARSABLE_SOURCE and "does not parse" in verdict.detail
