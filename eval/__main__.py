@@ -188,15 +188,27 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for sha in bases:
             tree = Path(tmp) / sha
-            src.archive(sha, tree)
-            for child in tree.iterdir():
-                if args.path and child.name not in args.path:
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+            present = [p for p in args.path if p in top_level(src, sha)]
+            if args.path and not present:
+                raise EvalError(f"none of {args.path} exists at {sha[:12]}")
+            # only the paths asked for are read; files whose blobs a partial clone lacks (large
+            # assets) are left out and named
+            absent = [p for p in src.absent_paths(sha)
+                      if not present or p.split("/", 1)[0] in present]  # fmt: skip
+            if absent:
+                print(f"{sha[:12]}: {len(absent)} files absent from the clone left out: "
+                      f"{', '.join(absent[:3])}")  # fmt: skip
+            src.archive(sha, tree, present, absent)
             commit_snapshot(out, tree, f"refs/bases/{sha}", f"base tree of {sha}")
             shutil.rmtree(tree)
     gc(out)
     print(f"{len(bases)} base trees in {args.out}")
     return 0
+
+
+def top_level(repo: Any, commit: str) -> set[str]:
+    """The names at the top of `commit`'s tree."""
+    return {p.split("/", 1)[0] for p in repo.list_tree(commit)}
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:

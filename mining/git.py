@@ -345,10 +345,25 @@ class GitRepo:
         """The newest tag reachable from `commit`, if any."""
         return _run_quiet(["describe", "--tags", "--abbrev=0", commit], self.path)
 
-    def archive(self, commit: str, dest: Path) -> None:
-        """Write the tree of `commit` into `dest` (no .git: no history beyond the commit)."""
+    def absent_paths(self, commit: str) -> list[str]:
+        """Files of `commit` whose blobs this (partial) clone does not hold."""
+        if self._present is None:
+            out = _run(
+                ["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"], self.path
+            )
+            self._present = set(out.decode().split())
+        return sorted(p for p, sha in self.list_tree(commit).items() if sha not in self._present)
+
+    def archive(
+        self, commit: str, dest: Path, paths: Sequence[str] = (), exclude: Sequence[str] = ()
+    ) -> None:
+        """Write the tree of `commit` (only `paths` when given, without `exclude`) into `dest`
+        (no .git: no history beyond the commit)."""
         dest.mkdir(parents=True, exist_ok=True)
-        data = _run(["archive", "--format=tar", commit], self.path)
+        spec = (
+            [*(paths or ["."]), *(f":(exclude,literal){p}" for p in exclude)] if exclude else paths
+        )
+        data = _run(["archive", "--format=tar", commit, "--", *spec], self.path)
         subprocess.run(["tar", "-x", "-C", str(dest)], input=data, check=True)
 
 
