@@ -18,6 +18,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
     p.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
     p.add_argument(
+        "--task-file",
+        type=Path,
+        help="only the task ids this file lists (one a line), run in its order",
+    )
+    p.add_argument(
         "--repo-path", action="append", default=[], metavar="NAME=PATH",
         help="repository (clone, mirror or `eval bundle` output) of a framework (repeatable)",
     )  # fmt: skip

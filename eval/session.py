@@ -9,8 +9,9 @@ directory selected, a framework with no repository, a `--repo-path` that is not 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ class EvalSettings:
 
     tasks: Path = Path("tasks")
     task: list[str] = field(default_factory=list)  # only these task ids
+    task_file: Path | None = None  # only the task ids it lists, one a line, run in its order
+    deadline: float | None = None  # seconds: start no task after this (running ones finish)
     repo_path: list[str] = field(default_factory=list)  # NAME=PATH
     work: Path = Path("work")
     backend: str = "local"
@@ -66,7 +69,18 @@ def select_tasks(args: EvalSettings) -> list[TaskDir]:
     from curation.model import CurationStatus
     from curation.taskdir import task_dirs
 
-    out = [t for t in task_dirs(args.tasks) if not args.task or t.id in args.task]
+    wanted = list(args.task)
+    if args.task_file is not None:
+        try:
+            wanted += [x.strip() for x in args.task_file.read_text().splitlines() if x.strip()]
+        except OSError as exc:
+            raise EvalError(
+                f"{args.task_file}: cannot read the task list ({exc.strerror})"
+            ) from None
+    out = [t for t in task_dirs(args.tasks) if not wanted or t.id in wanted]
+    if wanted:  # run in the order asked for (the runs are handed out first come, first served)
+        rank = {tid: i for i, tid in enumerate(dict.fromkeys(wanted))}
+        out.sort(key=lambda t: rank[t.id])
     if args.only_approved:
         out = [t for t in out if t.load_curation().status is CurationStatus.APPROVED]
     if not out:
@@ -129,33 +143,40 @@ def run_references(
     errors: dict[str, str] = {}
     with output_lock(args.out), tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
         backend = make_backend(args, Path(tmp))
+        run = partial(run_reference, reselect=args.reselect, gpus_here=gpus, caps=caps)
+        end = time.monotonic() + args.deadline if args.deadline else None
+        queue = list(tdirs)
         # Tasks run side by side (each run is its own pytest process); the runs of one task
-        # stay in order so base and gold alternate.
+        # stay in order so base and gold alternate. Tasks are started in the order given, and
+        # none after the deadline.
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = {
-                pool.submit(
-                    partial(run_reference, reselect=args.reselect, gpus_here=gpus, caps=caps),
-                    t.load_task(),
-                    t,
-                    backend,
-                    args.out,
-                    args.runs,
-                ): t
-                for t in tdirs
-            }
-            for fut in as_completed(futures):
-                tdir = futures[fut]
-                try:
-                    ref = fut.result()
-                except EvalError as exc:
-                    errors[tdir.id] = str(exc)
-                    on_done(tdir, None, str(exc))
-                    continue
-                if ref is None:
-                    why = f"out of scope: {tdir.load_task().verification.reason}"
-                    errors[tdir.id] = why
-                    on_done(tdir, None, why)
-                    continue
-                done.append(ref)
-                on_done(tdir, ref, "")
+            running: dict[Future[Reference | None], TaskDir] = {}
+            while queue or running:
+                while queue and len(running) < max(1, args.jobs):
+                    if end is not None and time.monotonic() > end:
+                        for tdir in queue:
+                            errors[tdir.id] = "not started: the deadline passed"
+                        queue = []
+                        break
+                    tdir = queue.pop(0)
+                    running[pool.submit(run, tdir.load_task(), tdir, backend, args.out,
+                                        args.runs)] = tdir  # fmt: skip
+                if not running:
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    tdir = running.pop(fut)
+                    try:
+                        ref = fut.result()
+                    except EvalError as exc:
+                        errors[tdir.id] = str(exc)
+                        on_done(tdir, None, str(exc))
+                        continue
+                    if ref is None:
+                        why = f"out of scope: {tdir.load_task().verification.reason}"
+                        errors[tdir.id] = why
+                        on_done(tdir, None, why)
+                        continue
+                    done.append(ref)
+                    on_done(tdir, ref, "")
     return done, errors

@@ -27,7 +27,7 @@ fi
   python3 -c 'import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.device_count())'
   nproc; } > "$out/machine.txt" 2>&1
 cat "$out/machine.txt"
-timeout --signal=INT "$deadline" python3 -m eval reference --tasks "$tasks" "${repos[@]}" \
+timeout -k 20 --signal=INT "$deadline" python3 -m eval reference --tasks "$tasks" "${repos[@]}" \
   --out /tmp/runs "$@" 2>&1 | tee "$out/reference.log" | grep -v "━" | tail -n 60
 # What the gate wrote, for the repository: verdicts (task.json) and runs (reference.json).
 ( cd "$tasks" && find . -maxdepth 2 \( -name task.json -o -name reference.json \) -newer \
