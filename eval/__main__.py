@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose the test node ids again (a capped gold run with the launch capture)",
     )  # fmt: skip
     ref.add_argument(
+        "--deadline", type=float, metavar="SECONDS",
+        help="start no task after this many seconds (running ones finish)",
+    )  # fmt: skip
+    ref.add_argument(
         "--select-per-test",
         type=int,
         default=2,
@@ -140,12 +144,13 @@ def cmd_reference(args: argparse.Namespace) -> int:
 
         def done(tdir: Any, ref: Any, error: str) -> None:
             if ref is None:
-                bar.console.print(f"{tdir.id}: not run: {error}")
+                bar.console.print(f"{tdir.id}: not run: {error}", markup=False)
             else:
                 bar.console.print(
                     f"{tdir.id}: valid={ref.valid} base {ref.base.passed_runs}/"
                     f"{ref.base.runs} gold {ref.gold.passed_runs}/{ref.gold.runs} "
-                    f"({ref.validity_note})"
+                    f"({ref.validity_note})",
+                    markup=False,
                 )
             bar.advance(job)
 
@@ -183,17 +188,26 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
-    from curation.taskdir import task_dirs
+    from curation.targets import split_patch
+    from curation.taskdir import TaskFile, task_dirs
     from mining.git import GitRepo, commit_snapshot, gc, init_bare
 
     src = GitRepo(args.repo_path)
-    bases = sorted({t.load_task().base_commit for t in task_dirs(args.tasks)
-                    if not args.task or t.id in args.task})  # fmt: skip
+    chosen = [t for t in task_dirs(args.tasks) if not args.task or t.id in args.task]
+    bases = sorted({t.load_task().base_commit for t in chosen})
+    # A slim bundle (--path) also holds every top-level entry the tasks' patches touch, so the
+    # patches apply; the tests import from the --path entries.
+    touched: dict[str, set[str]] = {}
+    for t in chosen:
+        heads = touched.setdefault(t.load_task().base_commit, set())
+        for name in (TaskFile.SETUP_PATCH, TaskFile.GOLD_PATCH, TaskFile.TEST_PATCH):
+            heads |= {p.split("/", 1)[0] for p, _ in split_patch(t.read_bytes(name) or b"")}
     out = init_bare(args.out)
     with tempfile.TemporaryDirectory() as tmp:
         for sha in bases:
             tree = Path(tmp) / sha
-            present = [p for p in args.path if p in top_level(src, sha)]
+            wanted = [*args.path, *sorted(touched[sha] - set(args.path))] if args.path else []
+            present = [p for p in wanted if p in top_level(src, sha)]
             if args.path and not present:
                 raise EvalError(f"none of {args.path} exists at {sha[:12]}")
             # only the paths asked for are read; files whose blobs a partial clone lacks (large
