@@ -103,6 +103,9 @@ def channel_env(
                 *(str(Path(workdir) / p) for p in pythonpath),
                 str(workdir),
                 str(plugin_root),
+                # the harness's own extra site directories (packages installed for the run),
+                # last: nothing there shadows the framework or the plugins
+                *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)),
             ]
         ),
         "TPB_KERNELS": ",".join(kernels),
@@ -273,7 +276,13 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
         return FailureClass.CRASH, False, f"killed by signal {-raw.exit_code}"
     m = _INFRA.search(text)
     if m and not any(t.outcome == "failed" for t in bad):
-        return FailureClass.INFRA, False, _line_of(text, m.start())
+        detail = _line_of(text, m.start())
+        # "ImportError while importing test module ..." says where; the `E   ...Error:` line
+        # under it says what (the missing module or name): keep both
+        cause = _IMPORT_CAUSE.search(raw.log_text)
+        if cause and cause.group(1) not in detail:
+            detail = f"{detail[:160]} {cause.group(1)[:200]}"
+        return FailureClass.INFRA, False, detail
     if not raw.ended:
         why = f"the test process ended (exit {raw.exit_code}) before pytest finished its session"
         return FailureClass.CRASH, False, why
@@ -287,6 +296,9 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
     if raw.missing:
         return FailureClass.TEST_FAILURE, False, f"{raw.missing[0]} was not reported"
     return FailureClass.TEST_FAILURE, False, f"pytest exit {raw.exit_code} with no failed test"
+
+
+_IMPORT_CAUSE = re.compile(r"^E\s+((?:ModuleNotFound|Import|Attribute)Error: .+)$", re.M)
 
 
 def _error_lines(log: str, limit: int = 200) -> str:

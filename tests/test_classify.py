@@ -103,3 +103,16 @@ def test_a_failed_test_under_exit_zero_is_a_failure() -> None:
     bad = TestOutcome("t.py::test_x", "failed", 0.1, "AssertionError: 1 != 2")
     raw = replace(PASSING, tests=(*PASSING.tests, bad))
     assert classify(raw) == (FailureClass.TEST_FAILURE, False, "AssertionError: 1 != 2")
+
+
+def test_an_import_error_keeps_what_could_not_be_imported() -> None:
+    log = (
+        "ImportError while importing test module '/t/test/test_ce.py'.\n"
+        "Hint: make sure your test modules/packages have valid Python names.\n"
+        "Traceback:\n"
+        "E   ImportError: cannot import name 'libdevice' from 'triton.language.math'\n"
+    )
+    raw = RawRun(exit_code=2, timed_out=False, wall_s=1.0, tests=(), log_text=log, kernels=())
+    failure, passed, detail = classify(raw)
+    assert (failure, passed) == (FailureClass.INFRA, False)
+    assert "test_ce.py" in detail and "cannot import name 'libdevice'" in detail
