@@ -16,7 +16,7 @@ credited.
 
 from __future__ import annotations
 
-import json
+import logging
 import math
 import re
 import statistics
@@ -27,12 +27,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.files import jsonl_line, output_lock, read_jsonl, write_atomic, write_json
+from core.errors import one_line
+from core.files import (
+    cut_torn_tail,
+    jsonl_line,
+    output_lock,
+    read_jsonl,
+    write_atomic,
+    write_json,
+)
 from core.records import from_json, to_json
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
 from eval.model import FailureClass, Reference, RunResult, Variant
+
+log = logging.getLogger(__name__)
 
 _JIT = re.compile(r"triton\.jit|@jit\b|triton\.autotune|\btl\.")
 _MEMO = re.compile(
@@ -82,15 +92,9 @@ class Report:
 
 
 def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
-    preds: dict[str, dict[str, Any]] = {}
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        rec = json.loads(line)
-        if "task_id" not in rec:
-            raise ValueError(f"{path}:{n}: a prediction needs a task_id")
-        preds[rec["task_id"]] = rec
-    return preds
+    """task id -> prediction; a line that is not a JSON object with a task_id, or a second
+    prediction for a task, is a one-line `RecordError` naming the file and the line."""
+    return {rec["task_id"]: rec for _, rec in read_jsonl(path, id_key="task_id")}
 
 
 def prediction_flags(
@@ -195,6 +199,19 @@ def score_task(
     )
 
 
+def infra_failure(task_id: str, has_prediction: bool, exc: BaseException) -> TaskScore:
+    """The score of a task that could not be run at all: an `infra` failure with the error's
+    one line. It is reported but not written to results.jsonl, so a rerun tries it again."""
+    return TaskScore(task_id, has_prediction, False, False, False, str(FailureClass.INFRA), (),
+                     None, None, None, None, None, None, detail=one_line(exc))  # fmt: skip
+
+
+def ran(score: TaskScore) -> bool:
+    """The task's prediction was run (now, or by an earlier run of this scoring): it has a
+    median wall time of its runs."""
+    return score.has_prediction and score.e2e_pred_s is not None
+
+
 def _passes(run: RunResult, ref: Reference | None) -> bool:
     """With a valid reference, the run passes when every fail-to-pass and pass-to-pass test
     passes (as SWE-bench grades); without one, when the whole test run passed."""
@@ -263,18 +280,25 @@ def _score_locked(
     done_path = run_root / "results.jsonl"
     done: dict[str, TaskScore] = {}
     if resume and done_path.exists():
-        for _, d in read_jsonl(done_path, id_key="task_id"):
-            done[d["task_id"]] = from_json(TaskScore, d, where=str(done_path))
+        if cut := cut_torn_tail(done_path):
+            log.warning("cut a torn line (%d bytes) from the end of %s", cut, done_path)
+        for n, d in read_jsonl(done_path, id_key="task_id"):
+            done[d["task_id"]] = from_json(TaskScore, d, where=f"{done_path}:{n}")
     lock = threading.Lock()
 
     def one(tdir: TaskDir) -> TaskScore:
         if tdir.id in done:
             s = done[tdir.id]
         else:
-            task = tdir.load_task()
-            s = score_task(task, tdir, predictions.get(task.task_id), backend, run_root, runs)
-            with lock, done_path.open("ab") as fh:
-                fh.write(jsonl_line(to_json(s)))
+            try:
+                task = tdir.load_task()
+                s = score_task(task, tdir, predictions.get(task.task_id), backend, run_root, runs)
+            except Exception as exc:  # one broken task must not stop the others
+                log.debug("task %s", tdir.id, exc_info=True)
+                s = infra_failure(tdir.id, tdir.id in predictions, exc)
+            else:
+                with lock, done_path.open("ab") as fh:
+                    fh.write(jsonl_line(to_json(s)))
         if progress:
             with lock:
                 progress()

@@ -8,6 +8,7 @@ directory selected, a framework with no repository, a `--repo-path` that is not 
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -15,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import one_line
 from core.files import output_lock
 from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
 from eval.model import Reference
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -91,20 +95,23 @@ def run_references(
     errors: dict[str, str] = {}
     with output_lock(args.out), tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
         backend = make_backend(args, Path(tmp))
+
         # Tasks run side by side (each run is its own pytest process); the runs of one task
         # stay in order so base and gold alternate.
+        def one(tdir: TaskDir) -> Reference:
+            return run_reference(tdir.load_task(), tdir, backend, args.out, args.runs)
+
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = {
-                pool.submit(run_reference, t.load_task(), t, backend, args.out, args.runs): t
-                for t in tdirs
-            }
+            futures = {pool.submit(one, t): t for t in tdirs}
             for fut in as_completed(futures):
                 tdir = futures[fut]
                 try:
                     ref = fut.result()
-                except EvalError as exc:
-                    errors[tdir.id] = str(exc)
-                    on_done(tdir, None, str(exc))
+                except Exception as exc:  # one broken task must not stop the others
+                    log.debug("task %s", tdir.id, exc_info=True)
+                    why = str(exc) if isinstance(exc, EvalError) else one_line(exc)
+                    errors[tdir.id] = why
+                    on_done(tdir, None, why)
                     continue
                 done.append(ref)
                 on_done(tdir, ref, "")

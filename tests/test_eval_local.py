@@ -223,6 +223,6 @@ def test_missing_prediction_counts_in_the_denominator(task_env, tmp_path: Path) 
     preds.write_text(json.dumps({"task_id": "some-other-task", "kernels": {}}) + "\n")
     out = tmp_path / "score"
     argv = ["score", str(preds), "--tasks", str(tasks), "--work", str(work), "--out", str(out)]
-    assert eval_main(argv) == 0
+    assert eval_main(argv) == 1  # nothing ran: the report is written, and the exit code says so
     report = json.loads((out / "report.json").read_text())["report"]
     assert (report["tasks"], report["completed"], report["tcr"]) == (1, 0, 0.0)
