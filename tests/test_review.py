@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -393,14 +394,15 @@ def test_cli_refuses_missing_tasks_dir(tmp_path: Path) -> None:
 
 # -- a real browser -------------------------------------------------------------------------------
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
+CHROMEDRIVER = Path(shutil.which("chromedriver") or "/usr/bin/chromedriver")
 
 
 def _missing(what: str) -> None:
     """Skip locally, but fail in CI, which installs the browser (see .ci/run)."""
     message = (
-        f"{what} not installed (apt-get install chromium chromium-driver; pip install selenium)"
+        f"{what} not installed: the review page's browser test drives a real Chromium "
+        "(apt-get install chromium chromium-driver; pip install selenium)"
     )
     if os.environ.get("CI", "").lower() in ("true", "1"):
         pytest.fail(f"CI must run the browser test: {message}")
