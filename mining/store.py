@@ -116,7 +116,9 @@ class WorkDir:
                 "adopted %d whole records written after the last checkpoint of %s",
                 len(adopted), path,
             )  # fmt: skip
-        self.state.candidates_bytes = keep
+        if self.state.candidates_bytes != keep:
+            self.state.candidates_bytes = keep
+            self.state.save(self.state_path)  # the file and its state agree again
 
     def _check_records(self, path: Path, starts: list[int], covered: int) -> list[tuple[str, str]]:
         """(id, commit) of the records past the checkpoint, after checking every line."""
