@@ -33,7 +33,7 @@ from core.files import output_lock, read_json, write_json
 from core.records import from_json
 from curation.check import check_task
 from curation.model import CurationStatus
-from curation.taskdir import task_dirs
+from curation.taskdir import TaskDir, task_dirs
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,15 @@ def verify_frozen(out: Path, frozen: dict[str, dict[str, Any]]) -> None:
                 )
 
 
+def _task_dirs(tasks_root: Path) -> list[TaskDir]:
+    if not tasks_root.is_dir():
+        raise BenchmarkError(f"tasks folder {tasks_root} does not exist (--tasks)")
+    tdirs = task_dirs(tasks_root)
+    if not tdirs:
+        raise BenchmarkError(f"no task directories under {tasks_root} (--tasks)")
+    return tdirs
+
+
 def collect(
     tasks_root: Path, only_approved: bool
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -132,12 +141,7 @@ def collect(
 
     rows: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
-    if not tasks_root.is_dir():
-        raise BenchmarkError(f"tasks folder {tasks_root} does not exist (--tasks)")
-    tdirs = task_dirs(tasks_root)
-    if not tdirs:
-        raise BenchmarkError(f"no task directories under {tasks_root} (--tasks)")
-    for tdir in tdirs:
+    for tdir in _task_dirs(tasks_root):
         res = check_task(tdir)
         if res.errors:
             skipped[tdir.id] = "check: " + "; ".join(res.errors)
@@ -171,6 +175,7 @@ def build(
     """Build version `version` of the dataset folder `out` from the task directories (the
     library entry of the dataset stage); a dry run computes the result and writes nothing.
     A version that adds no task is refused unless `allow_empty`."""
+    _task_dirs(tasks_root)  # refused before the dataset folder is touched
     opts = (only_approved, dry_run, reference_note, allow_empty)
     if dry_run:
         return _build(tasks_root, out, version, cutoff, *opts)

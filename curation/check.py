@@ -140,9 +140,13 @@ def main(argv: list[str] | None = None) -> int:
         "--tasks", type=Path, default=Path("tasks"), help="task directories (default: %(default)s)"
     )
     args = p.parse_args(argv)
-    results = check_all(args.tasks)
+    try:
+        results = check_all(args.tasks)
+    except (CoreError, OSError) as exc:  # the folder itself cannot be listed
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if not results:
-        print(f"no task directories under {args.tasks}", file=sys.stderr)
+        print(f"error: no task directories under {args.tasks}", file=sys.stderr)
         return 1
     bad = 0
     for r in results:

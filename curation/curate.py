@@ -18,9 +18,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.errors import CoreError, one_line
+from core.errors import CoreError, RecordError, one_line
 from core.files import output_lock, read_json, read_jsonl, write_json, write_jsonl
-from core.records import from_args
+from core.records import from_args, from_json
 from curation.errors import CurationError
 from curation.filters import FilterConfig, judge_all
 from curation.model import Task
@@ -34,16 +34,26 @@ log = logging.getLogger("curation.curate")
 
 
 def load_filter_config(path: Path | None) -> FilterConfig:
+    """The `[filters]` table of a TOML file; a file that cannot be read or parsed, an unknown
+    key or a value of the wrong type is a one-line `CurationError` naming the file."""
     if path is None:
         return FilterConfig()
-    data = tomllib.loads(path.read_text()).get("filters", {})
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8")).get("filters", {})
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CurationError(f"{path}: cannot read ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CurationError(f"{path}: not valid TOML ({exc})") from None
     known = {f.name for f in fields(FilterConfig)}
-    unknown = set(data) - known
+    unknown = set(data) - known if isinstance(data, dict) else set()
     if unknown:
         raise CurationError(
             f"{path}: unknown [filters] keys {sorted(unknown)}; known: {sorted(known)}"
         )
-    return FilterConfig(**data)
+    try:
+        return from_json(FilterConfig, data, where=f"{path}: [filters]")
+    except RecordError as exc:
+        raise CurationError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

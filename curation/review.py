@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from core.errors import CoreError
 from curation.model import CurationStatus
 from curation.review_page import esc, render_index, render_page, render_task
 from curation.review_server import BoundedHandler, BoundedHTTPServer
@@ -352,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         serve(args.tasks, args.host, args.port, args.curator)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    except CoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
 
