@@ -1,9 +1,16 @@
 """`python -m curation.curate`: candidates -> task directories, with a summary (the CLI layer).
 
-Reads: `<work>/<framework>/candidates.jsonl` and `summary.json` (for the repository path) of
-the mining stage. Writes: `<out>/<task_id>/` for each kept candidate, `<out>/rejected.jsonl`
-(one line per rejected candidate with its reason) and `<out>/curation_summary.json`.
-A curator's edits and decisions (curation.json) are never overwritten.
+Reads: `<work>/<framework>/candidates.jsonl`, `summary.json` (for the repository path) and
+`state.json` of the mining stage (checked against the repository by `curation.sources`), and
+the earlier `rejected.jsonl` and `curation_summary.json`. Writes: `<out>/<task_id>/` for each
+kept candidate, `<out>/rejected.jsonl` (one line per rejected candidate with its reason) and
+`<out>/curation_summary.json` (totals and one section per framework); both are merged: a run
+replaces what belongs to the frameworks it curated and keeps the others'.
+Refuses, in one line and before writing anything: candidates that do not belong to the
+repository they are curated against, a task directory `--only-new` cannot read, a `--config`
+that does not read, a dedup threshold outside (0, 1], and earlier rejects or summaries that are
+not what this module writes. A candidate that fails to build is a failure in the summary; the
+others go on. A curator's edits and decisions (curation.json) are never overwritten.
 """
 
 from __future__ import annotations

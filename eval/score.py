@@ -7,6 +7,11 @@ base kernel, the scorer's sanity checks), task directories and their `reference.
 Writes: `<run>/<task_id>/...` logs, `<run>/results.jsonl` (one line per finished task, so an
 interrupted scoring resumes), `<run>/report.json` and `<run>/report.md`.
 
+Refuses: a predictions file that cannot be read, a line that is not a JSON object with a
+`task_id`, and a second prediction for a task (one line naming the file and the line). A task
+that cannot be run at all is its `infra` failure (reported, not written to results.jsonl) and
+the others go on.
+
 Every task of the task set is in every denominator: a task without a prediction, or whose
 prediction does not splice, compile or pass, counts as not completed. A prediction that defines
 no Triton kernel, never launches one of the task's kernels during the tests, memoises its
