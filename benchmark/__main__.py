@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     b.add_argument("--only-approved", action="store_true", help="publish approved tasks only")
     b.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
+    b.add_argument(
+        "--allow-empty", action="store_true",
+        help="record the version even when it adds no task (its number is then used up)",
+    )  # fmt: skip
     b.add_argument("--push-to-hub", metavar="REPO", help="then upload the folder (needs HF_TOKEN)")
     b.add_argument("--hub-endpoint", help="Hub API root (default: huggingface.co)")
     u = sub.add_parser("push", help="upload a built folder to the Hub (needs HF_TOKEN)")
@@ -61,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--runs", type=int, default=3)
     r.add_argument("--no-github", action="store_true")
     r.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
+    r.add_argument(
+        "--allow-empty", action="store_true", help="record the version even with no new task"
+    )
     return p
 
 
@@ -86,7 +93,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not load_manifest(args.out)["releases"] and args.cutoff is None:
         raise BenchmarkError("the first release needs --cutoff (the date the test split starts)")
     res = build(args.tasks, args.out, args.version, args.cutoff or datetime.now(UTC),
-                only_approved=args.only_approved, dry_run=args.dry_run)  # fmt: skip
+                only_approved=args.only_approved, dry_run=args.dry_run,
+                allow_empty=args.allow_empty)  # fmt: skip
     _print_result(res)
     if args.push_to_hub and not args.dry_run:
         from benchmark.hub import push_to_hub
@@ -165,7 +173,7 @@ def cmd_regenerate(args: argparse.Namespace) -> int:
                     raise BenchmarkError(f"no reference run succeeded; {tid}: {why}")
         stage = "build"
         res = build(tasks, args.out, args.version, args.cutoff or datetime.now(UTC),
-                    dry_run=args.dry_run)  # fmt: skip
+                    dry_run=args.dry_run, allow_empty=args.allow_empty)  # fmt: skip
         _print_result(res)
     except (CoreError, MiningError, CurationError, EnvBuildError, EvalError) as exc:
         raise BenchmarkError(f"{stage} failed: {exc}") from None

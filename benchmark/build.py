@@ -4,6 +4,10 @@ released splits frozen.
 Reads: `tasks/<id>/` (only those `curation.check` passes), the folder's previous
 `manifest.json`. Writes: `data/{split}-{i:05d}-of-{n:05d}.parquet` (one shard per framework
 within a split), `manifest.json`, `README.md` (the card) and `assets/*.png`.
+Refuses (`BenchmarkError`, one line, nothing written): a tasks folder that is missing or holds
+no task directory, a manifest.json that does not read as a manifest, a version released before,
+a changed frozen file, a task directory whose row cannot be built, and a version that would add
+no task (unless `allow_empty`: a version number is released once, so an empty one is final).
 
 Rules: the first release puts tasks merged before `--cutoff` in `dev` and the rest in `test`.
 Every released split is frozen: a rebuild never rewrites or drops its rows (its files are
@@ -15,7 +19,6 @@ gone, or rejected by a curator) stays in its frozen split and is listed in the c
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchmarkError
-from core.files import output_lock, write_json
+from core.errors import CoreError, RecordError
+from core.files import output_lock, read_json, write_json
+from core.records import from_json
 from curation.check import check_task
 from curation.model import CurationStatus
-from curation.taskdir import task_dirs
+from curation.taskdir import TaskDir, task_dirs
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +60,49 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@dataclass(frozen=True)
+class _Shard:
+    sha256: str
+    framework: str
+    rows: int
+    verified: bool = False  # its tasks passed the GPU gate (the default config's shards)
+
+
+@dataclass(frozen=True)
+class _Split:
+    tasks: tuple[str, ...]
+    files: dict[str, _Shard]
+
+
+@dataclass(frozen=True)
+class _Release:
+    version: str
+    built_at: str
+    cutoff: str
+    splits: dict[str, _Split]
+    added: tuple[str, ...] = ()
+    withdrawn: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Manifest:
+    """The layout manifest.json must have (checked on reading; the build keeps the data)."""
+
+    releases: tuple[_Release, ...] = ()
+    version: str | None = None
+
+
 def load_manifest(out: Path) -> dict[str, Any]:
+    """The folder's manifest ({"releases": []} when there is none); one that cannot be read or
+    does not have the manifest's layout is a one-line `RecordError` naming the file."""
     path = out / MANIFEST
     if not path.exists():
         return {"releases": []}
-    return json.loads(path.read_text())
+    data = read_json(path)
+    from_json(_Manifest, data, where=str(path))
+    if not isinstance(data, dict) or "releases" not in data:
+        raise RecordError(f"{path}: releases: missing")
+    return data
 
 
 def frozen_splits(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -82,6 +125,15 @@ def verify_frozen(out: Path, frozen: dict[str, dict[str, Any]]) -> None:
                 )
 
 
+def _task_dirs(tasks_root: Path) -> list[TaskDir]:
+    if not tasks_root.is_dir():
+        raise BenchmarkError(f"tasks folder {tasks_root} does not exist (--tasks)")
+    tdirs = task_dirs(tasks_root)
+    if not tdirs:
+        raise BenchmarkError(f"no task directories under {tasks_root} (--tasks)")
+    return tdirs
+
+
 def collect(
     tasks_root: Path, only_approved: bool
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -90,7 +142,7 @@ def collect(
 
     rows: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
-    for tdir in task_dirs(tasks_root):
+    for tdir in _task_dirs(tasks_root):
         res = check_task(tdir)
         if res.errors:
             skipped[tdir.id] = "check: " + "; ".join(res.errors)
@@ -102,7 +154,11 @@ def collect(
         if only_approved and status is not CurationStatus.APPROVED:
             skipped[tdir.id] = "not approved yet"
             continue
-        rows[tdir.id] = row(tdir)
+        try:
+            rows[tdir.id] = row(tdir)
+        except (CoreError, OSError, ValueError) as exc:
+            # curation.check passed it, so this is a file the check does not read
+            raise BenchmarkError(f"task {tdir.id}: its row cannot be built: {exc}") from None
     return rows, skipped
 
 
@@ -115,13 +171,17 @@ def build(
     only_approved: bool = False,
     dry_run: bool = False,
     reference_note: str = "",
+    allow_empty: bool = False,
 ) -> BuildResult:
     """Build version `version` of the dataset folder `out` from the task directories (the
-    library entry of the dataset stage); a dry run computes the result and writes nothing."""
+    library entry of the dataset stage); a dry run computes the result and writes nothing.
+    A version that adds no task is refused unless `allow_empty`."""
+    _task_dirs(tasks_root)  # refused before the dataset folder is touched
+    opts = (only_approved, dry_run, reference_note, allow_empty)
     if dry_run:
-        return _build(tasks_root, out, version, cutoff, only_approved, dry_run, reference_note)
+        return _build(tasks_root, out, version, cutoff, *opts)
     with output_lock(out):
-        return _build(tasks_root, out, version, cutoff, only_approved, dry_run, reference_note)
+        return _build(tasks_root, out, version, cutoff, *opts)
 
 
 def _build(
@@ -132,6 +192,7 @@ def _build(
     only_approved: bool,
     dry_run: bool,
     reference_note: str,
+    allow_empty: bool,
 ) -> BuildResult:
     manifest = load_manifest(out)
     if any(r["version"] == version for r in manifest["releases"]):
@@ -141,6 +202,8 @@ def _build(
     rows, skipped = collect(tasks_root, only_approved)
     released = {tid for split in frozen.values() for tid in split["tasks"]}
     fresh = sorted(tid for tid in rows if tid not in released)
+    if not fresh and not allow_empty:
+        raise BenchmarkError(_nothing_new(version, tasks_root, rows, skipped))
     new_splits: dict[str, list[str]] = defaultdict(list)
     if not manifest["releases"]:
         for tid in fresh:
@@ -183,6 +246,21 @@ def _build(
 
 def verified(row: dict[str, Any]) -> bool:
     return bool(row.get("verification") and row["verification"]["status"] == "verified")
+
+
+def _nothing_new(
+    version: str, tasks_root: Path, rows: dict[str, Any], skipped: dict[str, str]
+) -> str:
+    why = f"version {version} would add no task"
+    if skipped:
+        tid, reason = sorted(skipped.items())[0]
+        why += (
+            f": {len(skipped)} of the task directories under {tasks_root} are left out "
+            f"(first {tid}: {reason[:200]})"
+        )
+    elif rows:
+        why += f": the {len(rows)} usable tasks under {tasks_root} are all released already"
+    return why + "; nothing was written (--allow-empty records it anyway)"
 
 
 def _write_split(out: Path, name: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -17,3 +17,9 @@ class LockedError(CoreError):
 
 class FrameworkError(CoreError):
     """An unknown framework, or a registry entry that does not fit its schema."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line for a report: its class and the first line of its message."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

@@ -4,8 +4,8 @@ Writes: whatever path it is given, always through a uniquely named temporary fil
 directory, fsynced and renamed over the target, so a reader sees the old or the new file, never
 a torn one, and two writers never share a temporary file. JSON is written with `indent=1` and
 UTF-8 text (not `\\u` escapes); a JSONL line is compact JSON and a newline.
-Refuses: a JSON or JSONL file that does not parse, a JSONL line that is not an object, and a
-duplicated id in a JSONL file, each with one line naming the file and the line.
+Refuses: a JSON or JSONL file that cannot be read or does not parse, a JSONL line that is not
+an object, and a duplicated id in a JSONL file, each with one line naming the file and the line.
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ def read_json(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -90,17 +92,25 @@ def read_record(cls: type[T], path: Path) -> T:
     return from_json(cls, read_json(path), where=str(path))
 
 
-def read_jsonl(path: Path, *, id_key: str | None = None) -> list[tuple[int, dict[str, Any]]]:
+def read_jsonl(
+    path: Path, *, id_key: str | None = None, skip_torn_tail: bool = False
+) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for every line of a JSONL file; blank lines are skipped.
 
     A line that is not a JSON object, or (with `id_key`) an id seen on an earlier line, is a
     one-line `RecordError` naming the file and both lines: nothing is adopted silently.
+    `skip_torn_tail`: a last line with no newline is a record still being appended (a writer
+    writes each line whole, newline included) and is left out instead of refused.
     """
     rows: list[tuple[int, dict[str, Any]]] = []
     seen: dict[Any, int] = {}
-    with path.open("rb") as fh:
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with fh:
         for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
+            if not raw.strip() or (skip_torn_tail and not raw.endswith(b"\n")):
                 continue
             try:
                 data = json.loads(raw)
@@ -120,6 +130,30 @@ def read_jsonl(path: Path, *, id_key: str | None = None) -> list[tuple[int, dict
                 seen[key] = number
             rows.append((number, data))
     return rows
+
+
+def cut_torn_tail(path: Path) -> int:
+    """Cut a last line with no newline (a record torn by a killed writer) off a JSONL file that
+    is about to be appended to; the number of bytes cut."""
+    if not path.exists():
+        return 0
+    with path.open("r+b") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        pos = size
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            at = chunk.rfind(b"\n")
+            if at != -1:
+                pos = pos - step + at + 1
+                break
+            pos -= step
+        if pos < size:
+            fh.truncate(pos)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return size - pos
 
 
 @contextlib.contextmanager

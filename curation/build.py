@@ -70,6 +70,11 @@ def primary(targets: Sequence[KernelChange]) -> KernelChange:
     return ranked[0]
 
 
+def task_id_prefix(framework: str) -> str:
+    """What the ids of a framework's tasks start with (before `__`)."""
+    return _ID_UNSAFE.sub("_", framework)
+
+
 def task_id(cand: Candidate, targets: Sequence[KernelChange]) -> str:
     if cand.pr.number is not None:
         pr = f"mr{cand.pr.number}" if cand.pr.source == "gitlab" else str(cand.pr.number)

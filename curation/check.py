@@ -1,18 +1,24 @@
 """`python -m curation.check`: validate every task directory before anything is built from it.
 
 Reads: `<tasks>/<task_id>/`. Writes nothing. Exits 1 when any task has an error.
-Errors make a task unusable (unreadable record, missing sources or patch, a requirement that
-leaks the gold kernel); warnings flag what a curator should look at (no tests selected).
+Errors make a task unusable (unreadable record, a merge date that is not ISO 8601, missing
+sources or patch, a requirement that is not UTF-8 or leaks the gold kernel, an env.json or
+reference.json that is not JSON); warnings flag what a curator should look at (no tests
+selected). A task whose check itself fails is reported as an error of that task, one line; the
+others are still checked.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-from core.errors import RecordError
+from core.errors import CoreError, RecordError, one_line
+from core.files import read_json
 from curation.model import TASK_SCHEMA_VERSION, Task
 from curation.taskdir import AFTER_DIR, BEFORE_DIR, TaskDir, TaskFile, task_dirs
 
@@ -24,7 +30,19 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
 
 
+log = logging.getLogger(__name__)
+
+
 def check_task(tdir: TaskDir) -> CheckResult:
+    """The errors and warnings of one task directory."""
+    try:
+        return _check(tdir)
+    except Exception as exc:  # one broken task must not stop the check of the others
+        log.debug("checking %s", tdir.id, exc_info=True)
+        return CheckResult(tdir.id, errors=[f"check failed: {one_line(exc)}"])
+
+
+def _check(tdir: TaskDir) -> CheckResult:
     from curation.requirement import leaks_gold
 
     res = CheckResult(tdir.id)
@@ -41,6 +59,10 @@ def check_task(tdir: TaskDir) -> CheckResult:
         res.errors.append("no target kernels")
     if not 1 <= task.difficulty.level <= 5:
         res.errors.append(f"difficulty {task.difficulty.level} outside 1..5")
+    try:
+        datetime.fromisoformat(task.merged_at)
+    except ValueError:
+        res.errors.append(f"merged_at {task.merged_at[:40]!r} is not an ISO 8601 date")
     for k in task.kernels:
         if k.after_src is None:
             res.errors.append(f"kernel {k.name}: no gold source")
@@ -62,15 +84,26 @@ def check_task(tdir: TaskDir) -> CheckResult:
         res.errors.extend(_setup_errors(tdir, task))
     else:
         res.warnings.append("no targets (task.json of schema 1, or template kernels only)")
-    requirement = tdir.read_requirement()
-    if not requirement.strip():
-        res.errors.append("requirement.md missing or empty")
-    elif leaks_gold(requirement, task):
-        res.errors.append("requirement.md contains lines of the gold kernel")
+    try:
+        requirement = tdir.read_requirement()
+    except RecordError as exc:
+        res.errors.append(str(exc))
+    else:
+        if not requirement.strip():
+            res.errors.append("requirement.md missing or empty")
+        elif leaks_gold(requirement, task):
+            res.errors.append("requirement.md contains lines of the gold kernel")
     try:
         tdir.load_curation()
     except (OSError, RecordError) as exc:
         res.errors.append(f"curation.json unreadable: {exc}")
+    # later stages' records: their fields are theirs to check, but a torn file is an error here
+    for later in (TaskFile.ENV, TaskFile.REFERENCE):
+        if tdir.has(later):
+            try:
+                read_json(tdir.path(later))
+            except CoreError as exc:
+                res.errors.append(f"{later.value} unreadable: {exc}")
     if not task.tests.command:
         res.warnings.append("no tests selected")
     return res
@@ -107,9 +140,13 @@ def main(argv: list[str] | None = None) -> int:
         "--tasks", type=Path, default=Path("tasks"), help="task directories (default: %(default)s)"
     )
     args = p.parse_args(argv)
-    results = check_all(args.tasks)
+    try:
+        results = check_all(args.tasks)
+    except (CoreError, OSError) as exc:  # the folder itself cannot be listed
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if not results:
-        print(f"no task directories under {args.tasks}", file=sys.stderr)
+        print(f"error: no task directories under {args.tasks}", file=sys.stderr)
         return 1
     bad = 0
     for r in results:

@@ -3,10 +3,16 @@
 Reads: `tasks/<task_id>/` (task.json, requirement.md, curation.json), only through `TaskDir`.
 Writes: only through `TaskDir.edit_requirement` and `TaskDir.decide` (requirement.md,
 curation.json, and the status they mirror into task.json); nothing else.
-Refuses: ids that are not an existing task directory directly under the root (no path
-traversal), request bodies over `MAX_BODY` bytes, POSTs that are not JSON or come from another
-origin, Host headers other than loopback names on a loopback server (DNS rebinding), a
-rejection without a reason, and a non-loopback `--host` unless `--allow-remote` is given.
+Refuses: every state-changing request (POST) without this run's token (403): the token is
+made when the server starts and printed in the URL it shows (`/?token=...`, as notebook servers
+do); opening that URL stores it in an HttpOnly, SameSite=Strict cookie for this port, and an API
+client may send it as `X-Review-Token`. Pages are readable without it. Also refused: ids that
+are not an existing task directory directly under the root (no path traversal), request bodies
+over `MAX_BODY` bytes, POSTs that are not JSON or come from another origin, Host headers other
+than loopback names on a loopback server (DNS rebinding), a rejection without a reason, a
+non-loopback `--host` unless `--allow-remote` is given, and connections that would exhaust the
+server (`curation.review_server`: heads within a timeout, a cap on waiting connections, a fixed
+pool of workers).
 
 Standard library only (`http.server`). Task text comes from PRs and is untrusted: the HTML is
 rendered, escaped, by `curation.review_page`; here the Content-Security-Policy runs only the
@@ -24,13 +30,15 @@ import secrets
 import socket
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
+from core.errors import CoreError
 from curation.model import CurationStatus
 from curation.review_page import esc, render_index, render_page, render_task
+from curation.review_server import BoundedHandler, BoundedHTTPServer
 from curation.taskdir import TaskDir, task_dirs
 
 logger = logging.getLogger(__name__)
@@ -40,6 +48,7 @@ DRAIN_LIMIT = 16 << 20  # oversized bodies up to this are read and dropped befor
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _TASK_PAGE = re.compile(r"^/task/([^/]+)/?$")
 _API = re.compile(r"^/api/task/([^/]+)/(requirement|decision)$")
+TOKEN_HEADER = "X-Review-Token"
 
 
 def is_loopback(host: str) -> bool:
@@ -63,15 +72,17 @@ class _Refused(Exception):
         self.status = status
 
 
-class ReviewServer(ThreadingHTTPServer):
-    """The HTTP server, holding the tasks root, the curator's name and the write lock."""
+class ReviewServer(BoundedHTTPServer):
+    """The HTTP server, holding the tasks root, the curator's name, this run's token and the
+    write lock."""
 
-    daemon_threads = True  # a browser's idle keep-alive connection must not block shutdown
-
-    def __init__(self, tasks_root: Path, host: str, port: int, curator: str | None):
+    def __init__(
+        self, tasks_root: Path, host: str, port: int, curator: str | None, token: str | None
+    ):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.tasks_root = tasks_root
         self.curator = curator
+        self.token = token or secrets.token_urlsafe(32)
         # Two tabs on one task would race on curation.json's read-modify-write.
         self.write_lock = threading.Lock()
         self.allowed_hosts = (_LOOPBACK_NAMES | {host.lower()}) if is_loopback(host) else None
@@ -82,6 +93,19 @@ class ReviewServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         host = str(host)
         return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+    @property
+    def login_url(self) -> str:
+        """The URL to open: it carries this run's token."""
+        return f"{self.url}?token={self.token}"
+
+    @property
+    def cookie_name(self) -> str:
+        # cookies ignore ports: two review servers on one host must not share one
+        return f"review-token-{self.server_address[1]}"
+
+    def token_ok(self, given: str | None) -> bool:
+        return given is not None and secrets.compare_digest(given.encode(), self.token.encode())
 
     def task_ids(self) -> list[str]:
         return [td.id for td in task_dirs(self.tasks_root)]
@@ -94,7 +118,7 @@ class ReviewServer(ThreadingHTTPServer):
         return TaskDir(self.tasks_root / task_id)
 
 
-class ReviewHandler(BaseHTTPRequestHandler):
+class ReviewHandler(BoundedHandler):
     server_version = "curation-review"
 
     @property
@@ -133,11 +157,39 @@ class ReviewHandler(BaseHTTPRequestHandler):
         self._send(403, "forbidden host\n", "text/plain")
         return False
 
+    def _cookie_token(self) -> str | None:
+        try:
+            jar = SimpleCookie(self.headers.get("Cookie", ""))
+        except CookieError:
+            return None
+        morsel = jar.get(self.review.cookie_name)
+        return morsel.value if morsel else None
+
+    def _login(self, path: str, given: str) -> None:
+        """`?token=`: a right token goes into the cookie and the URL loses it."""
+        if not self.review.token_ok(given):
+            self._send(403, "wrong token: open the URL curation.review printed\n", "text/plain")
+            return
+        self.send_response(303)
+        self.send_header(
+            "Set-Cookie",
+            f"{self.review.cookie_name}={self.review.token}; Path=/; HttpOnly; SameSite=Strict",
+        )
+        self.send_header("Location", path)
+        self.send_header("Content-Length", "0")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.end_headers()
+
     def do_GET(self) -> None:
         if not self._host_ok():
             return
         nonce = secrets.token_urlsafe(16)
-        path = urlsplit(self.path).path
+        url = urlsplit(self.path)
+        path = url.path
+        given = parse_qs(url.query).get("token")
+        if given:
+            return self._login(path, given[0])
         try:
             if path == "/":
                 return self._send(
@@ -169,6 +221,12 @@ class ReviewHandler(BaseHTTPRequestHandler):
             self._json(500, {"ok": False, "error": f"internal error: {exc}"})
 
     def _api(self) -> dict[str, Any]:
+        given = self.headers.get(TOKEN_HEADER) or self._cookie_token()
+        if not self.review.token_ok(given):
+            self.close_connection = True  # its body is never read
+            raise _Refused(
+                403, "missing or wrong token: open the URL curation.review printed (?token=...)"
+            )
         m = _API.match(urlsplit(self.path).path)
         if not m:
             raise _Refused(404, "no such endpoint")
@@ -237,18 +295,26 @@ class ReviewHandler(BaseHTTPRequestHandler):
 
 
 def make_server(
-    tasks_root: Path, host: str = "127.0.0.1", port: int = 0, curator: str | None = None
-) -> ThreadingHTTPServer:
-    """A bound, not yet serving review server (port 0 picks a free port)."""
-    return ReviewServer(Path(tasks_root), host, port, curator)
+    tasks_root: Path,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    curator: str | None = None,
+    token: str | None = None,
+) -> ReviewServer:
+    """A bound, not yet serving review server (port 0 picks a free port; a fresh token unless
+    one is given)."""
+    return ReviewServer(Path(tasks_root), host, port, curator, token)
 
 
 def serve(
     tasks_root: Path, host: str = "127.0.0.1", port: int = 8765, curator: str | None = None
 ) -> None:
     """Serve the review page until Ctrl-C, printing its URL."""
-    server = cast(ReviewServer, make_server(tasks_root, host, port, curator))
-    print(f"Reviewing {len(server.task_ids())} tasks in {tasks_root} at {server.url}", flush=True)
+    server = make_server(tasks_root, host, port, curator)
+    print(
+        f"Reviewing {len(server.task_ids())} tasks in {tasks_root} at {server.login_url}",
+        flush=True,
+    )
     print("Press Ctrl-C to stop.", flush=True)
     try:
         server.serve_forever()
@@ -287,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         serve(args.tasks, args.host, args.port, args.curator)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    except CoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
 

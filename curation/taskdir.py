@@ -89,8 +89,15 @@ class TaskDir:
         return read_record(CuratorRecord, self.path(TaskFile.CURATION))
 
     def read_requirement(self) -> str:
+        """requirement.md ("" when missing); text that is not UTF-8 is a one-line
+        `RecordError` naming the file."""
         path = self.path(TaskFile.REQUIREMENT)
-        return path.read_text() if path.exists() else ""
+        if not path.exists():
+            return ""
+        try:
+            return path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordError(f"{path}: not UTF-8 text ({exc.reason})") from None
 
     def read_bytes(self, name: TaskFile) -> bytes | None:
         """A file's bytes (patches, logs), None when it is missing."""

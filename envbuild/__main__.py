@@ -15,6 +15,7 @@ from core.errors import CoreError
 from core.files import output_lock, write_json
 from core.records import from_args
 from envbuild.errors import EnvBuildError
+from mining.errors import MiningError
 
 log = logging.getLogger("envbuild")
 
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         summary = run(from_args(EnvSettings, args))
-    except (EnvBuildError, CoreError) as exc:
+    except (EnvBuildError, CoreError, MiningError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print_summary(summary)

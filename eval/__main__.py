@@ -11,7 +11,9 @@ from typing import Any
 
 from core.errors import CoreError
 from core.records import from_args
+from curation.errors import CurationError
 from eval.errors import EvalError
+from mining.errors import MiningError
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -165,7 +167,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
 
-    from eval.score import load_predictions, score_all
+    from eval.score import load_predictions, ran, score_all
     from eval.session import EvalSettings, make_backend, select_tasks
 
     settings = from_args(EvalSettings, args)
@@ -178,12 +180,26 @@ def cmd_score(args: argparse.Namespace) -> int:
         backend = make_backend(settings, Path(tmp))
         with Progress(console=Console(stderr=True)) as bar:
             job = bar.add_task("scoring", total=len(tdirs))
-            score_all(
+            scores, _ = score_all(
                 tdirs, preds, backend, args.out,
                 runs=args.runs, resume=not args.fresh, progress=lambda: bar.advance(job),
                 jobs=args.jobs,
             )  # fmt: skip
     print((args.out / "report.md").read_text())
+    for s in scores:
+        if s.has_prediction and not ran(s):
+            print(f"{s.task_id}: not run: {s.detail}", file=sys.stderr)
+    if not any(ran(s) for s in scores):
+        tried = [s for s in scores if s.has_prediction]
+        why = (
+            f"none of the {len(tried)} predictions for selected tasks could be run "
+            f"(first: {tried[0].task_id}: {tried[0].detail})"
+            if tried
+            else f"no prediction in {args.predictions} names one of the {len(scores)} selected "
+            "tasks"
+        )
+        print(f"error: nothing ran: {why}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -262,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             "rejudge": cmd_rejudge,
         }
         return commands[args.cmd](args)
-    except (EvalError, CoreError) as exc:
+    except (EvalError, CoreError, CurationError, MiningError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

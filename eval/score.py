@@ -7,6 +7,11 @@ base kernel, the scorer's sanity checks), task directories and their `reference.
 Writes: `<run>/<task_id>/...` logs, `<run>/results.jsonl` (one line per finished task, so an
 interrupted scoring resumes), `<run>/report.json` and `<run>/report.md`.
 
+Refuses: a predictions file that cannot be read, a line that is not a JSON object with a
+`task_id`, and a second prediction for a task (one line naming the file and the line). A task
+that cannot be run at all is its `infra` failure (reported, not written to results.jsonl) and
+the others go on.
+
 Every task of the task set is in every denominator: a task without a prediction, or whose
 prediction does not splice, compile or pass, counts as not completed. A prediction that defines
 no Triton kernel, never launches one of the task's kernels during the tests, memoises its
@@ -19,7 +24,7 @@ a task_id, or a task id twice.
 
 from __future__ import annotations
 
-import json
+import logging
 import math
 import re
 import statistics
@@ -30,14 +35,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.files import jsonl_line, output_lock, read_jsonl, write_atomic, write_json
+from core.errors import RecordError, one_line
+from core.files import (
+    cut_torn_tail,
+    jsonl_line,
+    output_lock,
+    read_jsonl,
+    write_atomic,
+    write_json,
+)
 from core.records import from_json, to_json
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
-from eval.errors import EvalError
 from eval.model import FailureClass, Reference, RunResult, Variant
 from eval.source_scan import added_lines, forbidden
+
+log = logging.getLogger(__name__)
 
 _JIT = re.compile(r"triton\.jit|@jit\b|triton\.autotune|\btl\.")
 _MEMO = re.compile(
@@ -87,36 +101,13 @@ class Report:
 
 
 def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
-    """The records of a predictions file, by task id.
-
-    Refuses (EvalError, one line with the file and line number): a line that is not a JSON
-    object, a record without a task_id, and a task id predicted twice (no last-wins: which of
-    two answers counts must not depend on their order).
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalError(f"{path}: cannot read the predictions: {exc}") from None
-    preds: dict[str, dict[str, Any]] = {}
-    first: dict[str, int] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvalError(f"{path}:{n}: not JSON ({exc.msg}, column {exc.colno})") from None
-        if not isinstance(rec, dict):
-            raise EvalError(f"{path}:{n}: a prediction is a JSON object, not a "
-                            f"{type(rec).__name__}")  # fmt: skip
-        task_id = rec.get("task_id")
-        if not isinstance(task_id, str) or not task_id:
-            raise EvalError(f"{path}:{n}: a prediction needs a task_id")
-        if task_id in preds:
-            raise EvalError(f"{path}:{n}: {task_id} was already predicted on line "
-                            f"{first[task_id]}")  # fmt: skip
-        preds[task_id], first[task_id] = rec, n
-    return preds
+    """task id -> prediction; a line that is not a JSON object with a task_id, or a second
+    prediction for a task, is a one-line `RecordError` naming the file and the line."""
+    rows = read_jsonl(path, id_key="task_id")
+    for n, rec in rows:
+        if not isinstance(rec["task_id"], str) or not rec["task_id"]:
+            raise RecordError(f"{path}:{n}: a prediction's task_id must be a task id (a string)")
+    return {rec["task_id"]: rec for _, rec in rows}
 
 
 def prediction_flags(
@@ -229,6 +220,19 @@ def score_task(
     )
 
 
+def infra_failure(task_id: str, has_prediction: bool, exc: BaseException) -> TaskScore:
+    """The score of a task that could not be run at all: an `infra` failure with the error's
+    one line. It is reported but not written to results.jsonl, so a rerun tries it again."""
+    return TaskScore(task_id, has_prediction, False, False, False, str(FailureClass.INFRA), (),
+                     None, None, None, None, None, None, detail=one_line(exc))  # fmt: skip
+
+
+def ran(score: TaskScore) -> bool:
+    """The task's prediction was run (now, or by an earlier run of this scoring): it has a
+    median wall time of its runs."""
+    return score.has_prediction and score.e2e_pred_s is not None
+
+
 def _passes(run: RunResult, ref: Reference | None) -> bool:
     """With a valid reference, the run passes when every fail-to-pass and pass-to-pass test
     passes (as SWE-bench grades); without one, when the whole test run passed. A flagged run
@@ -300,18 +304,25 @@ def _score_locked(
     done_path = run_root / "results.jsonl"
     done: dict[str, TaskScore] = {}
     if resume and done_path.exists():
-        for _, d in read_jsonl(done_path, id_key="task_id"):
-            done[d["task_id"]] = from_json(TaskScore, d, where=str(done_path))
+        if cut := cut_torn_tail(done_path):
+            log.warning("cut a torn line (%d bytes) from the end of %s", cut, done_path)
+        for n, d in read_jsonl(done_path, id_key="task_id"):
+            done[d["task_id"]] = from_json(TaskScore, d, where=f"{done_path}:{n}")
     lock = threading.Lock()
 
     def one(tdir: TaskDir) -> TaskScore:
         if tdir.id in done:
             s = done[tdir.id]
         else:
-            task = tdir.load_task()
-            s = score_task(task, tdir, predictions.get(task.task_id), backend, run_root, runs)
-            with lock, done_path.open("ab") as fh:
-                fh.write(jsonl_line(to_json(s)))
+            try:
+                task = tdir.load_task()
+                s = score_task(task, tdir, predictions.get(task.task_id), backend, run_root, runs)
+            except Exception as exc:  # one broken task must not stop the others
+                log.debug("task %s", tdir.id, exc_info=True)
+                s = infra_failure(tdir.id, tdir.id in predictions, exc)
+            else:
+                with lock, done_path.open("ab") as fh:
+                    fh.write(jsonl_line(to_json(s)))
         if progress:
             with lock:
                 progress()

@@ -8,6 +8,7 @@ directory selected, a framework with no repository, a `--repo-path` that is not 
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,10 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import one_line
 from core.files import output_lock
 from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
 from eval.model import Reference
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,10 @@ def run_references(
     with output_lock(args.out), tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
         backend = make_backend(args, Path(tmp))
         run = partial(run_reference, reselect=args.reselect, gpus_here=gpus, caps=caps)
+
+        def one(tdir: TaskDir) -> Reference | None:
+            return run(tdir.load_task(), tdir, backend, args.out, args.runs)
+
         end = time.monotonic() + args.deadline if args.deadline else None
         queue = list(tdirs)
         # Tasks run side by side (each run is its own pytest process); the runs of one task
@@ -159,8 +167,7 @@ def run_references(
                         queue = []
                         break
                     tdir = queue.pop(0)
-                    running[pool.submit(run, tdir.load_task(), tdir, backend, args.out,
-                                        args.runs)] = tdir  # fmt: skip
+                    running[pool.submit(one, tdir)] = tdir
                 if not running:
                     break
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -168,9 +175,11 @@ def run_references(
                     tdir = running.pop(fut)
                     try:
                         ref = fut.result()
-                    except EvalError as exc:
-                        errors[tdir.id] = str(exc)
-                        on_done(tdir, None, str(exc))
+                    except Exception as exc:  # one broken task must not stop the others
+                        log.debug("task %s", tdir.id, exc_info=True)
+                        why = str(exc) if isinstance(exc, EvalError) else one_line(exc)
+                        errors[tdir.id] = why
+                        on_done(tdir, None, why)
                         continue
                     if ref is None:
                         why = f"out of scope: {tdir.load_task().verification.reason}"

@@ -24,6 +24,7 @@ from mining.errors import GitError, NoNetworkError
 log = logging.getLogger(__name__)
 
 NULL_SHA = "0" * 40
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 MODE_SUBMODULE = "160000"
 MODE_SYMLINK = "120000"
 
@@ -158,6 +159,25 @@ class GitRepo:
 
     def has_commit(self, sha: str) -> bool:
         return _run_quiet(["cat-file", "-t", sha], self.path) == "commit"
+
+    def missing_commits(self, shas: Iterable[str]) -> list[str]:
+        """The given names that are no full sha of a commit in this repository, in order, in
+        one git call. Nothing is fetched: a blob-less clone answers from what it holds."""
+        wanted = list(dict.fromkeys(shas))
+        full = [s for s in wanted if _FULL_SHA.fullmatch(s)]
+        found: set[str] = set()
+        if full and self.is_partial:
+            # --batch-check would fetch a missing object from the promisor remote
+            out = _run(["cat-file", "--batch-all-objects", "--batch-check=%(objectname) "
+                        "%(objecttype)"], self.path)  # fmt: skip
+            found = {line[:-7] for line in out.decode().splitlines() if line.endswith(" commit")}
+        elif full:
+            out = _run(
+                ["cat-file", "--batch-check=%(objectname) %(objecttype)"], self.path,
+                input="\n".join(full).encode() + b"\n",
+            )  # fmt: skip
+            found = {line[:-7] for line in out.decode().splitlines() if line.endswith(" commit")}
+        return [s for s in wanted if s not in found]
 
     def merge_base(self, a: str, b: str) -> str | None:
         return _run_quiet(["merge-base", a, b], self.path)

@@ -3,7 +3,9 @@
 Rules: records are appended and fsynced before the state that covers them is replaced
 (atomically), so a run killed at any point loses nothing and duplicates nothing: on the next
 open, whole records past the checkpoint are adopted and a torn last line is cut off.
-A state file that cannot be read is an error; it is never overwritten.
+Refuses (`StateError`, one line naming the file and line; nothing is changed): a state file
+that cannot be read (it is never overwritten), a candidates.jsonl line that is not JSON, a
+second record of an id or a commit, records before the checkpoint that the state does not list.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import RecordError
-from core.files import jsonl_line, read_record, write_atomic, write_json
+from core.files import jsonl_line, read_json, read_jsonl, read_record, write_atomic, write_json
 from core.records import from_json, to_json
 from mining.errors import StateError
 from mining.model import Candidate
@@ -83,7 +85,12 @@ class WorkDir:
     # -- opening -----------------------------------------------------------------------------
 
     def _reconcile(self) -> None:
-        """Adopt whole records written after the last checkpoint; cut a torn last line."""
+        """Adopt whole records written after the last checkpoint; cut a torn last line.
+
+        Every line, before the checkpoint or after it, must be a record with an id and a commit
+        that no other line has, and the records before the checkpoint must be the ones the
+        state lists; anything else is a `StateError` naming the line, and nothing is changed.
+        """
         path = self.candidates_path
         size = path.stat().st_size if path.exists() else 0
         covered = self.state.candidates_bytes
@@ -92,26 +99,67 @@ class WorkDir:
                 f"{path} is shorter ({size} B) than the state says ({covered} B): it was edited "
                 "or truncated; restore it, or move state.json away to rescan"
             )
-        if size == covered:
+        if size == covered == 0:
             return
         with path.open("rb") as fh:
-            fh.seek(covered)
-            tail = fh.read()
-        keep = tail.rfind(b"\n") + 1
-        adopted = 0
-        for line in tail[:keep].splitlines():
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            self.state.recorded[rec["id"]] = rec["commit"]
-            adopted += 1
-        if keep < len(tail):
-            log.warning("cut a torn record (%d bytes) from the end of %s", len(tail) - keep, path)
+            data = fh.read()
+        keep = data.rfind(b"\n", covered) + 1 or covered
+        adopted = self._check_records(path, _line_starts(data[:keep]), covered)
+        if keep < len(data):
+            log.warning("cut a torn record (%d bytes) from the end of %s", len(data) - keep, path)
             with path.open("r+b") as fh:
-                fh.truncate(covered + keep)
+                fh.truncate(keep)
+        for rec_id, commit in adopted:
+            self.state.recorded[rec_id] = commit
         if adopted:
-            log.info("adopted %d records written after the last checkpoint", adopted)
-        self.state.candidates_bytes = covered + keep
+            log.warning(
+                "adopted %d whole records written after the last checkpoint of %s",
+                len(adopted), path,
+            )  # fmt: skip
+        if self.state.candidates_bytes != keep:
+            self.state.candidates_bytes = keep
+            self.state.save(self.state_path)  # the file and its state agree again
+
+    def _check_records(self, path: Path, starts: list[int], covered: int) -> list[tuple[str, str]]:
+        """(id, commit) of the records past the checkpoint, after checking every line."""
+        try:
+            rows = read_jsonl(path, id_key="id", skip_torn_tail=True)
+        except RecordError as exc:
+            raise StateError(f"{exc}; nothing was changed: repair or remove that line") from None
+        if covered not in set(starts):
+            raise StateError(
+                f"{path}: the checkpoint ({covered} B) falls inside a line: the file was edited; "
+                "restore it, or move state.json away to rescan"
+            )
+        known = dict(self.state.recorded)
+        commits: dict[str, int] = {}
+        adopted: list[tuple[str, str]] = []
+        for number, rec in rows:
+            rec_id, commit = rec["id"], rec.get("commit")
+            if not isinstance(rec_id, str) or not isinstance(commit, str):
+                raise StateError(f"{path}:{number}: a candidate needs a string id and commit")
+            if commit in commits:
+                raise StateError(
+                    f"{path}:{number}: duplicate record of commit {commit[:12]} (first on line "
+                    f"{commits[commit]}); nothing was changed: remove one of them"
+                )
+            commits[commit] = number
+            if starts[number - 1] >= covered:
+                if rec_id in known:
+                    raise StateError(f"{path}:{number}: id {rec_id!r} is already recorded")
+                adopted.append((rec_id, commit))
+            elif known.pop(rec_id, None) != commit:
+                raise StateError(
+                    f"{path}:{number}: record {rec_id!r} is not one the state file lists: the "
+                    "file was edited; restore it, or move state.json away to rescan"
+                )
+        if known:
+            first = next(iter(known))
+            raise StateError(
+                f"{path} lacks {len(known)} records the state lists (first {first!r}): it was "
+                "edited; restore it, or move state.json away to rescan"
+            )
+        return adopted
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -166,13 +214,36 @@ class WorkDir:
         self._fh.close()
 
 
+def _line_starts(data: bytes) -> list[int]:
+    """The byte offset of each line of `data` (line n starts at index n - 1)."""
+    starts = [0]
+    at = data.find(b"\n")
+    while at != -1:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    return starts
+
+
 def read_candidates(path: Path) -> list[Candidate]:
-    """All whole records of a candidates.jsonl (a torn last line is ignored)."""
+    """Every whole record of a candidates.jsonl (see `read_candidate_lines`)."""
+    return [cand for _, cand in read_candidate_lines(path)]
+
+
+def read_candidate_lines(path: Path) -> list[tuple[int, Candidate]]:
+    """(line number, record) for every whole record of a candidates.jsonl; a torn last line (a
+    crawl still appending) is left out. A line that is not a candidate, or a second record of
+    an id or a commit, is a one-line `RecordError` naming the file and the line."""
     out = []
-    with path.open("rb") as fh:
-        for line in fh:
-            if line.endswith(b"\n") and line.strip():
-                out.append(from_json(Candidate, json.loads(line), where=str(path)))
+    commits: dict[str, int] = {}
+    for number, data in read_jsonl(path, id_key="id", skip_torn_tail=True):
+        cand = from_json(Candidate, data, where=f"{path}:{number}")
+        if cand.commit in commits:
+            raise RecordError(
+                f"{path}:{number}: duplicate record of commit {cand.commit[:12]} (first on line "
+                f"{commits[cand.commit]})"
+            )
+        commits[cand.commit] = number
+        out.append((number, cand))
     return out
 
 
@@ -181,7 +252,8 @@ def repo_paths(work: Path, overrides: Iterable[str] = ()) -> dict[str, Path]:
     then `NAME=PATH` overrides (the later stages' `--repo-path`)."""
     paths: dict[str, Path] = {}
     for summary in sorted(work.glob("*/summary.json")):
-        recorded = json.loads(summary.read_text()).get("repo_path")
+        data = read_json(summary)
+        recorded = data.get("repo_path") if isinstance(data, dict) else None
         if recorded:
             paths[summary.parent.name] = Path(recorded)
     for item in overrides:

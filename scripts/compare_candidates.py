@@ -12,22 +12,23 @@ exits 0 (it reports, it does not judge).
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.errors import RecordError
+from core.files import read_jsonl
+
 
 def _records(path: Path) -> dict[str, dict[str, Any]]:
-    out = {}
-    for n, line in enumerate(path.read_bytes().splitlines(), 1):
-        if line.strip():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SystemExit(f"{path}:{n}: not JSON ({exc.msg})") from None
-            out[rec["commit"]] = rec
-    return out
+    """commit -> record; a line that is not JSON, or a second record of a commit, is refused."""
+    try:
+        return {rec["commit"]: rec for _, rec in read_jsonl(path, id_key="commit")}
+    except RecordError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 def _changes(rec: dict[str, Any]) -> dict[tuple[str, str, str, str], dict[str, Any]]:

@@ -31,7 +31,8 @@ from envbuild.model import EnvSpec, Layer, LayerKind, Pin, PinSource
 from envbuild.recipes import SRC_DIR, Recipe
 from tests.gitrepo import TinyRepo
 
-BUSYBOX = Path("/bin/busybox")  # from busybox-static: it must run FROM scratch
+# busybox-static's binary: it must run FROM scratch, so only a static one will do
+BUSYBOX_PLACES = ("/bin/busybox", "/usr/bin/busybox")
 TEST_LABEL = "org.triton-pr-bench.test-run"
 KERNEL = "import triton\n\n\n@triton.jit\ndef add(x_ptr):\n    pass\n"
 REQUIREMENTS = b"torch==2.7.1\ntriton==3.3.1\n"
@@ -70,7 +71,7 @@ def _unavailable(message: str) -> NoReturn:
 def _is_static_elf(path: Path) -> bool:
     """True for a 64-bit ELF with no program interpreter (no PT_INTERP header)."""
     data = path.read_bytes()
-    if data[:5] != b"\x7fELF\x02":
+    if data[:5] != b"\x7fELF\x02" or len(data) < 64:
         return False
     phoff = struct.unpack_from("<Q", data, 32)[0]
     phentsize, phnum = struct.unpack_from("<HH", data, 54)
@@ -155,11 +156,25 @@ def run_id(client: docker.DockerClient) -> Iterator[str]:
         pending = left
 
 
+def find_busybox() -> Path | None:
+    """A static busybox on PATH or in its usual places, None when there is none."""
+    found = shutil.which("busybox")
+    for place in (*([found] if found else []), *BUSYBOX_PLACES):
+        path = Path(place)
+        if path.is_file() and _is_static_elf(path):
+            return path
+    return None
+
+
 @pytest.fixture
 def busybox() -> Path:
-    if not BUSYBOX.is_file() or not _is_static_elf(BUSYBOX):
-        _unavailable(f"{BUSYBOX} missing or not static (apt-get install busybox-static)")
-    return BUSYBOX
+    path = find_busybox()
+    if path is None:
+        _unavailable(
+            "no static busybox on PATH or in /bin, /usr/bin: the test images are built FROM "
+            "scratch around it (apt-get install busybox-static)"
+        )
+    return path
 
 
 def busybox_base(run_id: str, busybox: Path) -> tuple[Layer, dict[str, bytes | Path]]:
@@ -330,9 +345,12 @@ def test_no_engine_is_a_clear_error(tmp_path: Path):
     assert str(err.value) == (
         f"no Docker engine reachable at {url}: start dockerd or set DOCKER_HOST"
     )
-    # a client made without contacting the engine fails on first use, just as clearly
+    # a client made without contacting the engine fails on first use, just as clearly; no
+    # engine runs anything, so the base layer's binary is a stand-in (no busybox needed)
     builder = Builder(docker.DockerClient(base_url=url, version="1.41"), tmp_path)
-    spec, _ = make_spec(tmp_path, "x", BUSYBOX, source_repo(tmp_path / "r"))
+    stand_in = tmp_path / "busybox"
+    stand_in.write_bytes(b"\x7fELF never run: no engine is reached\n")
+    spec, _ = make_spec(tmp_path, "x", stand_in, source_repo(tmp_path / "r"))
     with pytest.raises(NoEngineError):
         builder.build(spec, {})
 

@@ -290,6 +290,6 @@ def test_missing_prediction_counts_in_the_denominator(task_env, tmp_path: Path) 
     out = tmp_path / "score"
     argv = ["score", str(preds), "--tasks", str(tasks), "--work", str(work), "--out", str(out),
             "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
-    assert eval_main(argv) == 0
+    assert eval_main(argv) == 1  # nothing ran: the report is written, and the exit code says so
     report = json.loads((out / "report.json").read_text())["report"]
     assert (report["tasks"], report["completed"], report["tcr"]) == (1, 0, 0.0)

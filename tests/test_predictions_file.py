@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import RecordError
 from eval.__main__ import main as eval_main
-from eval.errors import EvalError
 from eval.score import load_predictions
 
 
@@ -30,23 +30,23 @@ def test_good_file_is_read_by_task_id(tmp_path: Path) -> None:
 
 def test_a_task_predicted_twice_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, rec("a"), rec("b"), rec("a", note="second"))
-    with pytest.raises(EvalError) as err:
+    with pytest.raises(RecordError) as err:
         load_predictions(path)
-    assert str(err.value) == f"{path}:3: a was already predicted on line 1"
+    assert str(err.value) == f"{path}:3: duplicate task_id 'a' (first on line 1)"
 
 
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('{"task_id": "b", "kernels": ', "not JSON (Expecting value, column 29)"),
-        ("[1, 2]", "a prediction is a JSON object, not a list"),
-        ('{"kernels": {}}', "a prediction needs a task_id"),
-        ('{"task_id": 7}', "a prediction needs a task_id"),
+        ('{"task_id": "b", "kernels": ', "not valid JSON (Expecting value)"),
+        ("[1, 2]", "expected a JSON object per line"),
+        ('{"kernels": {}}', "no 'task_id'"),
+        ('{"task_id": 7}', "a prediction's task_id must be a task id (a string)"),
     ],
 )
 def test_a_malformed_line_is_one_error_with_its_number(tmp_path: Path, line, message) -> None:
     path = write(tmp_path, rec("a"), line, rec("c"))
-    with pytest.raises(EvalError) as err:
+    with pytest.raises(RecordError) as err:
         load_predictions(path)
     assert str(err.value) == f"{path}:2: {message}"
 
@@ -59,4 +59,4 @@ def test_the_command_prints_one_error_line(tmp_path: Path, capsys) -> None:
     argv = ["score", str(path), "--tasks", str(tasks), "--out", str(tmp_path / "out")]
     assert eval_main(argv) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: {path}:2: not JSON")
+    assert err.count("\n") == 1 and err.startswith(f"error: {path}:2: not valid JSON")

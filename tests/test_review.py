@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -29,7 +30,7 @@ from curation.model import (
     TypeDecision,
 )
 from curation.model import TestSelection as Selection  # not `Test*`: pytest would collect it
-from curation.review import MAX_BODY, main, make_server
+from curation.review import MAX_BODY, TOKEN_HEADER, main, make_server
 from curation.taskdir import TaskDir
 
 OLD_KERNEL = """\
@@ -143,9 +144,10 @@ def write_task(root: Path, task: Task) -> TaskDir:
 
 
 class Served:
-    def __init__(self, root: Path, url: str):
+    def __init__(self, root: Path, url: str, token: str):
         self.root = root
         self.url = url
+        self.token = token
 
     def get(self, path: str) -> tuple[int, str]:
         try:
@@ -158,7 +160,8 @@ class Served:
         self, path: str, payload: Any, headers: dict[str, str] | None = None
     ) -> tuple[int, Any]:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        hdrs = {"Content-Type": "application/json", TOKEN_HEADER: self.token, **(headers or {})}
+        hdrs = {k: v for k, v in hdrs.items() if v is not None}
         req = urllib.request.Request(self.url + path, data=data, headers=hdrs, method="POST")
         try:
             with urllib.request.urlopen(req) as r:
@@ -177,7 +180,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Served(root, f"http://127.0.0.1:{server.server_port}")
+        yield Served(root, f"http://127.0.0.1:{server.server_port}", server.token)
     finally:
         server.shutdown()
         server.server_close()
@@ -374,8 +377,8 @@ def test_cli_serves_and_prints_its_url(tmp_path: Path) -> None:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert "Reviewing 1 tasks" in line
-        url = line.split(" at ")[1].strip()
-        assert url.startswith("http://127.0.0.1:")
+        url, _, token = line.split(" at ")[1].strip().partition("?token=")
+        assert url.startswith("http://127.0.0.1:") and len(token) >= 32
         with urllib.request.urlopen(url + "task/vllm-1001", timeout=10) as r:
             assert "add_kernel" in r.read().decode()
     finally:
@@ -391,14 +394,15 @@ def test_cli_refuses_missing_tasks_dir(tmp_path: Path) -> None:
 
 # -- a real browser -------------------------------------------------------------------------------
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
+CHROMEDRIVER = Path(shutil.which("chromedriver") or "/usr/bin/chromedriver")
 
 
 def _missing(what: str) -> None:
     """Skip locally, but fail in CI, which installs the browser (see .ci/run)."""
     message = (
-        f"{what} not installed (apt-get install chromium chromium-driver; pip install selenium)"
+        f"{what} not installed: the review page's browser test drives a real Chromium "
+        "(apt-get install chromium chromium-driver; pip install selenium)"
     )
     if os.environ.get("CI", "").lower() in ("true", "1"):
         pytest.fail(f"CI must run the browser test: {message}")
@@ -447,7 +451,9 @@ def test_browser_review_flow(served: Served, browser: Any, tmp_path: Path) -> No
     def wait_for(predicate: Any) -> None:
         WebDriverWait(browser, 10).until(lambda _: predicate())
 
-    browser.get(served.url + "/task/vllm-1001")
+    # as a curator does: open the URL with the token the server printed (it becomes a cookie)
+    browser.get(served.url + "/task/vllm-1001?token=" + served.token)
+    assert browser.current_url == served.url + "/task/vllm-1001"
     assert "Add alpha scaling to add_kernel" in browser.title
 
     # Old and new kernels side by side: both visible, new column right of old, same rows.
