@@ -17,10 +17,12 @@ from collections.abc import Mapping
 
 from curation.model import Hardware, Vendor
 
+# a path component (or a word of one) naming the backend: `backends/_ascend/`,
+# `backends/triton_ascend/`, `chunk_npu.py`, `rocm/`, `xpu_kernels.py`
 _VENDOR_PATH = (
-    (Vendor.ASCEND, re.compile(r"(^|/)(_?ascend|npu)(/|_|\.py$)", re.I)),
-    (Vendor.AMD, re.compile(r"(^|/)(_?rocm|hip|amd)(/|_|\.py$)", re.I)),
-    (Vendor.INTEL, re.compile(r"(^|/)(_?xpu|intel)(/|_|\.py$)", re.I)),
+    (Vendor.ASCEND, re.compile(r"(^|/|_)(ascend|npu)(/|_|\.py$)", re.I)),
+    (Vendor.AMD, re.compile(r"(^|/|_)(rocm|hip|amd)(/|_|\.py$)", re.I)),
+    (Vendor.INTEL, re.compile(r"(^|/|_)(xpu|intel)(/|_|\.py$)", re.I)),
 )
 _NPU_IMPORT = re.compile(r"^\s*(import torch_npu|from torch_npu\b)", re.M)
 _MULTICAST = re.compile(

@@ -170,6 +170,10 @@ def test_hardware_from_code_and_tests() -> None:
     assert detect(plain, {}).single_nvidia_gpu
     npu = detect({"src/pkg/ops/backends/_ascend/ops/swiglu.py": b"import triton\n"}, {})
     assert npu.vendor is Vendor.ASCEND and not npu.single_nvidia_gpu
+    fla = detect({"fla/ops/gla/backends/triton_ascend/chunk.py": b"import triton\n"}, {})
+    assert fla.vendor is Vendor.ASCEND
+    assert detect({"pkg/ops/chip_amd.py": b""}, {}).vendor is Vendor.AMD
+    assert detect({"pkg/ops/hipster.py": b""}, {}).vendor is Vendor.NVIDIA  # a word, not a part
     npu2 = detect({"pkg/x.py": b"import torch\nimport torch_npu\n"}, {})
     assert npu2.vendor is Vendor.ASCEND and "pkg/x.py:2" in npu2.evidence[0]
     mc = detect({"pkg/comm.py": b"@triton.jit\ndef k(p):\n    multimem_ld_reduce(p)\n"}, {})
