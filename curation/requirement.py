@@ -324,7 +324,8 @@ def _render(task: Task, *, with_body: bool) -> str:
     if shown:
         out += ["", "Related code at the base commit (given as context):"]
         out += [f"- {x}" for x in shown]
-    out += ["", "## Interface", *_interface(task), "", "## Constraints", *_constraints(task)]
+    out += ["", "## Interface", *_targets(task), "", *_interface(task)]
+    out += ["", "## Constraints", *_constraints(task)]
     out += ["", "## How it is checked", *_checks(task)]
     return "\n".join(out).rstrip() + "\n"
 
@@ -369,6 +370,37 @@ def _where(k: TargetKernel) -> str:
     return text + "."
 
 
+def _targets(task: Task) -> list[str]:
+    """The functions the model writes, as the starting tree (the setup state) has them."""
+    if not task.targets:
+        return []
+    out = [
+        "You write these functions (the targets). Your starting tree already holds the rest of "
+        "the change (callers, new modules, configuration); each target is at its base version, "
+        "or, where the change adds it, a stub that raises `NotImplementedError`:",
+    ]
+    for t in task.targets:
+        what = {
+            "modified": "change it",
+            "added": "new: replace the stub",
+            "deleted": "the change removes it",
+            "unchanged": "launches the kernels; change it if your kernels need it",
+        }[str(t.status)]
+        out.append(f"- `{t.file}`: `{t.name}` ({t.role}; {what}): `{_one_line(t.signature)}`")
+        if t.docstring and t.status == "added":
+            doc = _one_line(t.docstring.strip("\"' \n"))
+            out.append(f"  - documented as: {doc[:300]}")
+    return out
+
+
+def _base_constexprs(k: TargetKernel) -> tuple[str, ...]:
+    """The `tl.constexpr` parameters of the base version (none for a new kernel)."""
+    head = header(k.before_src) or ""
+    return tuple(
+        m.group(1) for m in re.finditer(r"(\w+)\s*:\s*(?:tl|triton\.language)\.constexpr", head)
+    )
+
+
 def _interface(task: Task) -> list[str]:
     wrappers: dict[str, ContextItem] = {}
     for item in _context_items(task):
@@ -402,11 +434,12 @@ def _interface(task: Task) -> list[str]:
 def _constraints(task: Task) -> list[str]:
     out: list[str] = []
     for k in task.kernels:
-        if k.constexpr_params:
+        base = _base_constexprs(k)
+        if base:
             out.append(
-                f"- `{k.name}`: {_names(k.constexpr_params)} "
-                f"{'is' if len(k.constexpr_params) == 1 else 'are'} `tl.constexpr` at the base "
-                "commit; `tl.arange` extents must be compile-time powers of two."
+                f"- `{k.name}`: {_names(base)} {'is' if len(base) == 1 else 'are'} "
+                "`tl.constexpr` at the base commit; `tl.arange` extents must be compile-time "
+                "powers of two."
             )
         facts = _source_facts(k.before_src or "")
         if facts:
@@ -424,20 +457,34 @@ def _constraints(task: Task) -> list[str]:
         "- Results must match the reference within the tolerances of the framework's tests, "
         "for every dtype and shape they cover."
     )
-    out.append("- Change only the files named above; do not edit tests.")
+    if task.targets:
+        out.append(
+            "- Change only the target functions listed under Interface (adding imports is "
+            "fine); do not edit tests, conftest files, pytest configuration or packaging."
+        )
+    else:
+        out.append("- Change only the files named above; do not edit tests.")
     return out
 
 
 def _checks(task: Task) -> list[str]:
     t = task.tests
-    out = ["The framework's own tests run at the base commit with your kernel in place:"]
+    out = ["The framework's own tests run on your starting tree with your targets in place:"]
+    if t.node_ids:
+        out += [f"- `{n}`" for n in t.node_ids]
+        out += ["", "(the tests of the PR that launch a target kernel, chosen on a GPU)"]
+        return [*out, *_perf(task)]
     out += [f"- `{f}` (added or updated by the PR)" for f in t.changed_in_pr]
     out += [f"- `{f}`" for f in t.selected_existing if f not in t.changed_in_pr]
     if not t.files:
         out.append("- (no test files were selected)")
     if t.command:
         out += ["", "Command:", "```bash", t.command, "```"]
-    out += [
+    return [*out, *_perf(task)]
+
+
+def _perf(task: Task) -> list[str]:
+    out = [
         "",
         "Performance: the GPU time of your kernel is compared with the kernel time of the "
         "reference implementation (the merged PR) on the same inputs and GPU.",

@@ -186,3 +186,18 @@ def test_hardware_from_code_and_tests() -> None:
     assert detect(plain, {"tests/test_b.py": one_test_skip}).gpus == 1
     assert detect(plain, {"t.py": b"# torchrun --nproc_per_node=1 -m pytest t.py\n"}).gpus == 1
     assert detect(plain, {"t.py": b"# torchrun --nproc_per_node=8 -m pytest t.py\n"}).gpus == 8
+
+
+def test_requirement_lists_the_targets_and_states_only_what_holds_at_the_setup_state(
+    repo: TinyRepo, tmp_path: Path
+) -> None:
+    tasks = _tasks(tmp_path, repo)
+    new = tasks["2"].read_requirement()
+    assert "- `pkg/ops/add.py`: `mul_kernel` (kernel; new: replace the stub)" in new
+    assert "documented as: Multiply two vectors." in new
+    assert "`mul_kernel`: `BLOCK` is `tl.constexpr` at the base commit" not in new
+    assert "Change only the target functions listed under Interface" in new
+    assert "Change only the files named above" not in new
+    modified = tasks["1"].read_requirement()
+    assert "`add_kernel` (kernel; change it)" in modified
+    assert "`add_kernel`: `BLOCK` is `tl.constexpr` at the base commit" in modified
