@@ -32,6 +32,16 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def line_starts(data: bytes) -> list[int]:
+    """The byte offset of each line of `data` (line n starts at index n - 1)."""
+    starts = [0]
+    at = data.find(b"\n")
+    while at != -1:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    return starts
+
+
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Replace `path` with `data` atomically (unique temp file, fsync, rename)."""
     if isinstance(data, str):

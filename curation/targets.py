@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from core.files import line_starts
 from curation.errors import SpliceError
 from curation.model import Target, TargetKernel, TargetRole, TargetStatus
 from curation.splice import KernelSource, definitions, splice_file
@@ -191,7 +192,7 @@ def setup_patch(
 def split_patch(patch: bytes) -> list[tuple[str, bytes]]:
     """(path at the new side, section) for each file of a git diff."""
     marker = b"diff --git "
-    starts = [i for i in _line_starts(patch) if patch.startswith(marker, i)]
+    starts = [i for i in line_starts(patch) if i < len(patch) and patch.startswith(marker, i)]
     if not starts:
         return []
     out = []
@@ -199,15 +200,6 @@ def split_patch(patch: bytes) -> list[tuple[str, bytes]]:
         section = patch[a:b]
         out.append((_new_path(section), section))
     return out
-
-
-def _line_starts(data: bytes) -> list[int]:
-    starts = [0]
-    pos = data.find(b"\n")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = data.find(b"\n", pos + 1)
-    return [s for s in starts if s < len(data)]
 
 
 def _new_path(section: bytes) -> str:

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import RecordError
-from core.files import jsonl_line, read_json, read_jsonl, read_record, write_atomic, write_json
+from core.files import (
+    jsonl_line,
+    line_starts,
+    read_json,
+    read_jsonl,
+    read_record,
+    write_atomic,
+    write_json,
+)
 from core.records import from_json, to_json
 from mining.errors import StateError
 from mining.model import Candidate
@@ -104,7 +112,7 @@ class WorkDir:
         with path.open("rb") as fh:
             data = fh.read()
         keep = data.rfind(b"\n", covered) + 1 or covered
-        adopted = self._check_records(path, _line_starts(data[:keep]), covered)
+        adopted = self._check_records(path, line_starts(data[:keep]), covered)
         if keep < len(data):
             log.warning("cut a torn record (%d bytes) from the end of %s", len(data) - keep, path)
             with path.open("r+b") as fh:
@@ -212,16 +220,6 @@ class WorkDir:
 
     def close(self) -> None:
         self._fh.close()
-
-
-def _line_starts(data: bytes) -> list[int]:
-    """The byte offset of each line of `data` (line n starts at index n - 1)."""
-    starts = [0]
-    at = data.find(b"\n")
-    while at != -1:
-        starts.append(at + 1)
-        at = data.find(b"\n", at + 1)
-    return starts
 
 
 def read_candidates(path: Path) -> list[Candidate]:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from curation.taskdir import TaskFile, task_dirs  # noqa: E402
-from eval.model import Reference  # noqa: E402
+from curation.taskdir import TaskFile, task_dirs
+from eval.model import Reference
 
 STATUSES = ("verified", "unverified", "out_of_scope")
 

@@ -14,24 +14,9 @@ from pathlib import Path
 import pytest
 
 from core.records import from_json, to_json
-from mining.crawl import main
-from mining.store import read_candidates
 from tests.gitrepo import TinyRepo
 from tests.kernels_src import ADD_KERNEL, PLAIN_MODULE, SCALE_KERNEL
-
-
-def crawl(repo: TinyRepo, out: Path, *extra: str) -> int:
-    return main(
-        [str(repo.path), "--out", str(out), "--quiet", "--no-github", "--jobs", "1", *extra]
-    )
-
-
-def candidates(out: Path, repo: TinyRepo):
-    return read_candidates(out / repo.path.name / "candidates.jsonl")
-
-
-def changes_of(cand) -> list[tuple[str, str]]:
-    return sorted((kc.name, str(kc.change)) for kc in cand.kernel_changes)
+from tests.test_crawl import candidates, changes_of, crawl
 
 
 @pytest.fixture

@@ -14,66 +14,13 @@ from core.records import from_json
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from curation.curate import main as curate
 from curation.taskdir import TaskDir, task_dirs
 from eval.__main__ import main as eval_main
 from eval.backends import LocalBackend, RunSettings
 from eval.model import FailureClass, Reference, Variant
 from eval.workspace import SourceStore
-from mining.crawl import main as crawl
 from mining.git import GitRepo
-from tests.gitrepo import TinyRepo
-
-CONFTEST = """import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
-"""
-
-OPS = '''"""Elementwise ops of the tiny framework."""
-
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y * 0.0, mask=mask)
-
-
-def add(x, y):
-    out = torch.empty_like(x)
-    n = x.numel()
-    add_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
-    return out
-'''
-
-GOLD_OPS = OPS.replace("x + y * 0.0", "x + y")
-
-TEST_SHAPE = """import torch
-
-from pkg.ops import add
-
-
-def test_shape():
-    x = torch.ones(100)
-    assert add(x, x).shape == x.shape
-"""
-
-TEST_VALUES = """import torch
-
-from pkg.ops import add
-
-
-def test_values():
-    x = torch.arange(100, dtype=torch.float32)
-    y = torch.full((100,), 2.0)
-    torch.testing.assert_close(add(x, y), x + y)
-"""
+from tests.tinyfw import make_task_env
 
 KERNEL_HEAD = (
     "@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
@@ -103,20 +50,7 @@ HANG = kernel("    while True:\n        pass\n")
 
 @pytest.fixture(scope="module")
 def task_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    root = tmp_path_factory.mktemp("eval")
-    repo = TinyRepo(root / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS)
-    repo.write("tests/test_shape.py", TEST_SHAPE)
-    repo.commit("Initial commit with the add kernel")
-    repo.write("pkg/ops.py", GOLD_OPS)
-    repo.write("tests/test_values.py", TEST_VALUES)
-    repo.commit("Fix wrong result of the add kernel (#7)")
-    work, tasks = root / "work", root / "tasks"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
-    return repo.path, work, tasks
+    return make_task_env(tmp_path_factory.mktemp("eval"))
 
 
 def backend(repo: Path, tmp_path: Path, timeout: float = 120.0) -> LocalBackend:

@@ -23,26 +23,15 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from curation.curate import main as curate
 from curation.taskdir import TaskDir, task_dirs
 from eval.__main__ import main as eval_main
 from eval.backends import LocalBackend, RunSettings
 from eval.model import FailureClass, RunResult, Variant
 from eval.sandbox import GIB, SandboxPolicy
 from eval.workspace import SourceStore
-from mining.crawl import main as crawl
 from mining.git import GitRepo
-from tests.gitrepo import TinyRepo
-from tests.test_eval_local import (
-    CONFTEST,
-    GOLD_OPS,
-    GOOD,
-    HANG,
-    OPS,
-    TEST_SHAPE,
-    TEST_VALUES,
-    WRONG,
-)
+from tests.test_eval_local import GOOD, HANG, WRONG
+from tests.tinyfw import make_task_env
 
 WRAPPER = (
     "def add(x, y, _attack=exec({code!r})):\n"
@@ -67,18 +56,7 @@ def task_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TaskDir]:
     """The tiny framework's task with a valid reference (so prediction runs know which node
     ids they must report)."""
     root = tmp_path_factory.mktemp("redteam")
-    repo = TinyRepo(root / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS)
-    repo.write("tests/test_shape.py", TEST_SHAPE)
-    repo.commit("Initial commit with the add kernel")
-    repo.write("pkg/ops.py", GOLD_OPS)
-    repo.write("tests/test_values.py", TEST_VALUES)
-    repo.commit("Fix wrong result of the add kernel (#7)")
-    work, tasks = root / "work", root / "tasks"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    repo_path, work, tasks = make_task_env(root)
     argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "1",
             "--out", str(root / "ref"), "--no-isolated-timing", "--timeout", "120",
             "--triton-cache", str(root / "cache")]  # fmt: skip
@@ -87,7 +65,7 @@ def task_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TaskDir]:
     ref = json.loads((tdir.root / "reference.json").read_text())
     assert ref["valid"] and set(ref["fail_to_pass"] + ref["pass_to_pass"]) == EXPECTED
     assert {r["sandbox"] for r in ref["runs"]} == {"bwrap"}
-    return repo.path, tdir
+    return repo_path, tdir
 
 
 def run(

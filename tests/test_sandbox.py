@@ -219,24 +219,11 @@ sys.exit(proc.wait())
 @pytest.fixture(scope="module")
 def tiny_task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     pytest.importorskip("triton")
-    from curation.curate import main as curate
-    from mining.crawl import main as crawl
-    from tests.gitrepo import TinyRepo
-    from tests.test_eval_local import CONFTEST, GOLD_OPS, OPS, TEST_SHAPE, TEST_VALUES
+
+    from tests.tinyfw import make_task_env
 
     root = tmp_path_factory.mktemp("tiny")
-    repo = TinyRepo(root / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS)
-    repo.write("tests/test_shape.py", TEST_SHAPE)
-    repo.commit("Initial commit with the add kernel")
-    repo.write("pkg/ops.py", GOLD_OPS)
-    repo.write("tests/test_values.py", TEST_VALUES)
-    repo.commit("Fix wrong result of the add kernel (#7)")
-    work, tasks = root / "work", root / "tasks"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    _, work, tasks = make_task_env(root)
     return root, work, tasks
 
 

@@ -16,7 +16,7 @@ from curation.taskdir import task_dirs
 from eval.__main__ import main as eval_main
 from mining.crawl import main as crawl
 from tests.gitrepo import TinyRepo
-from tests.test_eval_local import CONFTEST
+from tests.tinyfw import CONFTEST
 
 OPS = '''"""Elementwise ops of the tiny framework."""
 

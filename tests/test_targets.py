@@ -7,17 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from curation.curate import main as curate
 from curation.taskdir import TaskDir, task_dirs
 from eval.errors import SpliceError
 from eval.model import Variant
 from eval.protected import is_protected
 from eval.targets import Target, targets
 from eval.workspace import SourceStore, prepare
-from mining.crawl import main as crawl
 from mining.git import GitRepo
-from tests.gitrepo import TinyRepo
-from tests.test_eval_local import CONFTEST, GOLD_OPS, GOOD, OPS, TEST_SHAPE, TEST_VALUES
+from tests.test_eval_local import GOOD
+from tests.tinyfw import CONFTEST, GOLD_OPS, OPS, TEST_SHAPE, make_task_env
 
 WRAPPER = """def add(x, y):
     out = torch.empty_like(x)
@@ -29,22 +27,11 @@ WRAPPER = """def add(x, y):
 @pytest.fixture(scope="module")
 def task_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[SourceStore, TaskDir]:
     root = tmp_path_factory.mktemp("targets")
-    repo = TinyRepo(root / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pyproject.toml", "[tool.pytest.ini_options]\n")
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS)
-    repo.write("pkg/other.py", "def helper():\n    return 1\n")
-    repo.write("tests/test_shape.py", TEST_SHAPE)
-    repo.commit("Initial commit with the add kernel")
-    repo.write("pkg/ops.py", GOLD_OPS)
-    repo.write("tests/test_values.py", TEST_VALUES)
-    repo.commit("Fix wrong result of the add kernel (#7)")
-    work, tasks = root / "work", root / "tasks"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    extra = {"pyproject.toml": "[tool.pytest.ini_options]\n",
+             "pkg/other.py": "def helper():\n    return 1\n"}  # fmt: skip
+    repo_path, _work, tasks = make_task_env(root, extra)
     [tdir] = task_dirs(tasks)
-    return SourceStore(GitRepo(repo.path)), tdir
+    return SourceStore(GitRepo(repo_path)), tdir
 
 
 def apply(task_env, tmp_path: Path, **prediction: object) -> Path:

@@ -1,0 +1,81 @@
+"""The tiny framework the eval tests share: a package with one Triton add kernel whose PR
+fixes a wrong result, its tests, crawled and curated into one task (CPU, TRITON_INTERPRET=1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from curation.curate import main as curate
+from mining.crawl import main as crawl
+from tests.gitrepo import TinyRepo
+
+CONFTEST = """import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+"""
+
+OPS = '''"""Elementwise ops of the tiny framework."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y * 0.0, mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    add_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
+    return out
+'''
+
+GOLD_OPS = OPS.replace("x + y * 0.0", "x + y")
+
+TEST_SHAPE = """import torch
+
+from pkg.ops import add
+
+
+def test_shape():
+    x = torch.ones(100)
+    assert add(x, x).shape == x.shape
+"""
+
+TEST_VALUES = """import torch
+
+from pkg.ops import add
+
+
+def test_values():
+    x = torch.arange(100, dtype=torch.float32)
+    y = torch.full((100,), 2.0)
+    torch.testing.assert_close(add(x, y), x + y)
+"""
+
+
+def make_task_env(root: Path, extra: dict[str, str] | None = None) -> tuple[Path, Path, Path]:
+    """(repository, work dir, tasks dir) of the tiny framework under `root`; `extra` files are
+    committed with the initial commit."""
+    repo = TinyRepo(root / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", OPS)
+    repo.write("tests/test_shape.py", TEST_SHAPE)
+    for rel, text in (extra or {}).items():
+        repo.write(rel, text)
+    repo.commit("Initial commit with the add kernel")
+    repo.write("pkg/ops.py", GOLD_OPS)
+    repo.write("tests/test_values.py", TEST_VALUES)
+    repo.commit("Fix wrong result of the add kernel (#7)")
+    work, tasks = root / "work", root / "tasks"
+    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
+    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    return repo.path, work, tasks
