@@ -13,10 +13,14 @@ CARD = "dataset_card.md"
 class BuildPyWithCard(build_py):
     def run(self) -> None:
         super().run()
+        if getattr(self, "editable_mode", False):
+            return  # an editable install reads the checkout's own file
         src = Path(__file__).resolve().parent / CARD
         if not src.exists():
             raise FileNotFoundError(f"{src}: the dataset card template must ship with the wheel")
-        self.copy_file(str(src), str(Path(self.build_lib) / "benchmark" / CARD))
+        dest = Path(self.build_lib) / "benchmark"
+        dest.mkdir(parents=True, exist_ok=True)
+        self.copy_file(str(src), str(dest / CARD))
 
 
 setup(cmdclass={"build_py": BuildPyWithCard})
