@@ -18,6 +18,7 @@ from curation.context import ContextBuilder
 from curation.difficulty import grade
 from curation.filters import changed_kernel_lines, substantive_changes
 from curation.hardware import detect
+from curation.imports import modules_to_read, unresolved_imports
 from curation.model import FileStat, TargetKernel, Task
 from curation.requirement import LlmDrafter, write_requirement
 from curation.targets import find_targets, setup_files, setup_patch
@@ -163,7 +164,16 @@ class TaskBuilder:
         tdir.write(TaskFile.SETUP_PATCH, setup_patch(gold, setup, base_files, old_paths))
         tests = self.repo.read_files(cand.commit, list(task.tests.files))
         requires = detect({p: gold_files[p] for p in {t.file for t in targets}}, tests)
-        return replace(task, targets=targets, requires=requires)
+        own = {p: tests[p] for p in task.tests.changed_in_pr if p in tests}
+        tree = list(self.repo.list_tree(cand.commit, (".py",)))
+        modules = self.repo.read_files(cand.commit, modules_to_read(own, tree))
+        unresolved = unresolved_imports(own, modules, setup, tree)
+        return replace(
+            task,
+            targets=targets,
+            requires=requires,
+            tests=replace(task.tests, unresolved_imports=unresolved),
+        )
 
     def _with_requirement(self, task: Task, tdir: TaskDir) -> Task:
         rec = tdir.load_curation()

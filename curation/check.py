@@ -93,6 +93,14 @@ def _check(tdir: TaskDir) -> CheckResult:
             res.errors.append("requirement.md missing or empty")
         elif leaks_gold(requirement, task):
             res.errors.append("requirement.md contains lines of the gold kernel")
+        unnamed = [
+            n for n in task.tests.unresolved_imports if n.rsplit(".", 1)[-1] not in requirement
+        ]
+        if unnamed:
+            res.errors.append(
+                "the PR's tests import names that neither the setup state defines nor the "
+                "requirement names: " + ", ".join(unnamed)
+            )
     try:
         tdir.load_curation()
     except (OSError, RecordError) as exc:

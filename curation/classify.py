@@ -2,8 +2,9 @@
 
 Reads: a kept `Candidate` and its substantive kernel changes. Writes nothing.
 Each type collects points from evidence; the evidence that decided is stored with the task so a
-curator can see (and overrule) why. Code facts weigh more than words: PR titles say "fix" for
-many things, but a PR that only adds kernels is a new op whatever it says.
+curator can see (and overrule) why. Code facts weigh more than words (3 points against 1.5 for
+a title word): PR titles say "fix" or "fused" for many things, and a PR that only adds kernels
+is a new op or a feature whatever it says.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ _TEXT_SIGNALS: dict[TaskType, re.Pattern[str]] = {
         r"(memory|address)|hotfix|regression|mismatch|broken)\b",
         re.IGNORECASE,
     ),
+    # ("fused" is not among them: a PR that adds a fused kernel is a new op)
     TaskType.OPTIMIZATION: re.compile(
-        r"\b(optimi[sz]\w*|speed\w*|faster|perf\w*|tun(e|ed|ing)|fus(e|ed|ion)|latency|"
+        r"\b(optimi[sz]\w*|speed\w*|faster|perf\w*|tun(e|ed|ing)|latency|"
         r"throughput|efficien\w*|avoid (redundant|extra|unnecessary)|reduce|bandwidth|"
         r"recompil\w*)\b",
         re.IGNORECASE,
@@ -118,7 +120,7 @@ def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
     for t, pattern in _TEXT_SIGNALS.items():
         m = pattern.search(title)
         if m:
-            add(t, 2, f"title says {m.group(0)!r}")
+            add(t, 1.5, f"title says {m.group(0)!r}")
         elif (m := pattern.search(body[:2000])) is not None:
             add(t, 0.5, f"description says {m.group(0)!r}")
     labels = cand.github.labels if cand.github else ()
@@ -132,7 +134,8 @@ def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
             add(TaskType.FEATURE, 1.5, f"label {label!r}")
 
     best = max(_TIE_ORDER, key=lambda t: (points[t], -_TIE_ORDER.index(t)))
-    if added and not modified and best is TaskType.BUG_FIX:
-        # a fix that only adds kernels is really new code: the fix is elsewhere
+    if added and not modified and best in (TaskType.BUG_FIX, TaskType.OPTIMIZATION):
+        # words cannot outvote the code: a PR that only adds kernels is new code, whatever its
+        # title says ("fix", "fast", "optimized"); the fix or the speed-up is the new kernel
         best = max((TaskType.NEW_OP, TaskType.FEATURE), key=lambda t: points[t])
     return TypeDecision(type=best, evidence=tuple(evidence[best]))

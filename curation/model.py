@@ -159,6 +159,9 @@ class TestSelection:
     # the test node ids that launch a target, chosen on the GPU (`eval reference`); once set,
     # runs execute exactly these
     node_ids: tuple[str, ...] = ()
+    # `module.name`s the PR's tests import that the setup state does not define
+    # (curation.imports); `curation.check` fails a task whose requirement does not name them
+    unresolved_imports: tuple[str, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:

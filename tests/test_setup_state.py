@@ -201,3 +201,27 @@ def test_requirement_lists_the_targets_and_states_only_what_holds_at_the_setup_s
     modified = tasks["1"].read_requirement()
     assert "`add_kernel` (kernel; change it)" in modified
     assert "`add_kernel`: `BLOCK` is `tl.constexpr` at the base commit" in modified
+
+
+def test_a_name_the_tests_import_that_the_setup_state_lacks_fails_the_check(
+    repo: TinyRepo, tmp_path: Path
+) -> None:
+    from curation.imports import top_level_names, unresolved_imports
+
+    assert {"add", "add_kernel", "torch", "triton", "tl"} <= (
+        top_level_names(ADD_KERNEL.encode()) or set()
+    )
+    tests = {"tests/test_x.py": b"from pkg.ops.add import add, scaled_add\nfrom torch import nn\n"}
+    tree = ["pkg/__init__.py", "pkg/ops/__init__.py", "pkg/ops/add.py"]
+    got = unresolved_imports(tests, {"pkg/ops/add.py": ADD_KERNEL.encode()}, {}, tree)
+    assert got == ("pkg.ops.add.scaled_add",)  # torch is not the framework's: not checked
+    # end to end: a PR whose test imports a name nothing defines
+    repo.write("pkg/ops/add.py", ADD_KERNEL.replace("* 2.0", "* 3.0"))
+    repo.write(
+        "tests/test_add.py", "from pkg.ops.add import add, not_there\n\ndef test_a(): pass\n"
+    )
+    repo.commit("Retune the add kernel (#4)")
+    tdir = _tasks(tmp_path, repo)["4"]
+    assert tdir.load_task().tests.unresolved_imports == ("pkg.ops.add.not_there",)
+    errors = check_task(tdir).errors
+    assert any("not_there" in e and "neither the setup state" in e for e in errors)

@@ -1,0 +1,91 @@
+"""Names the PR's tests import from the framework that the setup state does not define.
+
+Reads: the PR's test files and the framework's modules at the PR's commit, and the setup-state
+bytes of the target files. Writes nothing; the builder stores the result in
+`tests.unresolved_imports` and `curation.check` fails a task that has one the requirement does
+not name.
+Rule: the setup state of a file that holds no target is its version at the PR's commit, so only
+`from <framework module> import <name>` lines are checked, against the module's top-level
+definitions, imports and assignments in its setup-state version (a name that is a sub-module,
+`module/<name>.py` or a package, counts as defined). Modules outside the repository (torch,
+pytest, ...) and star imports are not checked.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+
+from curation.testsel import module_name
+
+
+def top_level_names(source: bytes) -> set[str] | None:
+    """What a module defines at its top level (None when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def imported_names(source: bytes) -> list[tuple[str, str]]:
+    """(module, name) of each absolute `from module import name` in a test file."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out += [(node.module, a.name) for a in node.names if a.name != "*"]
+    return out
+
+
+def unresolved_imports(
+    tests: Mapping[str, bytes],
+    modules: Mapping[str, bytes],
+    setup: Mapping[str, bytes],
+    tree: Iterable[str],
+) -> tuple[str, ...]:
+    """`module.name` for each name a test imports from a framework module whose setup-state
+    version does not define it. `modules`: module files at the PR's commit (path -> bytes),
+    `setup`: the setup-state bytes of the target files, `tree`: every path at the PR's commit."""
+    paths = list(tree)
+    by_module: dict[str, str] = {}
+    for path in paths:
+        mod = module_name(path)
+        if mod is not None:
+            by_module.setdefault(mod, path)
+    missing: set[str] = set()
+    for data in tests.values():
+        for module, name in imported_names(data):
+            found = by_module.get(module)
+            if found is None or f"{module}.{name}" in by_module:
+                continue  # not the framework's, or a sub-module
+            source = setup.get(found, modules.get(found))
+            if source is None:
+                continue
+            defined = top_level_names(source)
+            if defined is not None and name not in defined:
+                missing.add(f"{module}.{name}")
+    return tuple(sorted(missing))
+
+
+def modules_to_read(tests: Mapping[str, bytes], tree: Iterable[str]) -> list[str]:
+    """The framework module files the tests import from (what the builder must read)."""
+    by_module = {m: p for p in tree if (m := module_name(p)) is not None}
+    wanted = {by_module[m] for data in tests.values() for m, _ in imported_names(data)
+              if m in by_module}  # fmt: skip
+    return sorted(wanted)
