@@ -45,10 +45,12 @@ from core.files import (
     write_json,
 )
 from core.records import from_json, to_json
-from curation.model import Task
+from curation.model import Task, TaskType
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
 from eval.model import FailureClass, Reference, RunResult, Variant
+from eval.perf_scores import PerfScore, perf_score
+from eval.perf_scores import summarize as summarize_perf
 from eval.source_scan import added_lines, forbidden
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,13 @@ class TaskScore:
     e2e_pred_s: float | None
     e2e_speedup: float | None  # T_base / T_pred, end to end
     detail: str = ""
+    t_base_ms: float | None = None  # the setup state's kernel time (same session for
+    # optimizations; from the reference run otherwise)
+    speedup: float | None = None  # T_base / T_pred on kernel time
+    fast_1: bool = False  # correct and not slower than the base (eval.perf_scores)
+    fast_gold: bool = False  # correct and at least as fast as the gold
+    optimization: bool = False  # completed only with half of the gold's gain (gain_met)
+    gain_met: bool = False
 
 
 @dataclass
@@ -98,6 +107,11 @@ class Report:
     e2e_speedup_geomean_completed: float | None
     flagged: int
     failures: dict[str, int] = field(default_factory=dict)
+    fast_1: float = 0.0  # fraction of all tasks
+    fast_gold: float = 0.0  # fraction of all tasks
+    speedup_geomean: float | None = None  # T_base/T_pred over correct, timed predictions
+    pmr_geomean: float | None = None  # T_gold/T_pred over the same
+    timed: int = 0  # how many those are
 
 
 def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
@@ -179,15 +193,21 @@ def score_task(
         variant = Variant.BASE
     pred_runs: list[RunResult] = []
     gold_runs: list[RunResult] = []
+    base_runs: list[RunResult] = []
+    optimization = task.task_type.type is TaskType.OPTIMIZATION
+    # Gold and prediction are timed in the same session, alternating, on the same inputs; an
+    # optimization's base (the setup state) too, since its score is the speed-up over it.
+    roles = [("pred", variant, pred_runs), ("gold", Variant.GOLD, gold_runs)]
+    if optimization and variant is not Variant.BASE:
+        roles.append(("base", Variant.BASE, base_runs))
     for i in range(runs):
-        # Gold and prediction are timed in the same session, alternating, on the same inputs.
-        order = [variant, Variant.GOLD] if i % 2 == 0 else [Variant.GOLD, variant]
-        for v in order:
-            run_dir = run_root / task.task_id / f"{'pred' if v is variant else 'gold'}-{i}"
+        order = roles if i % 2 == 0 else roles[::-1]
+        for name, v, into in order:
+            run_dir = run_root / task.task_id / f"{name}-{i}"
             r = backend.run(
                 task, tdir, v, run_dir, i, prediction if v is Variant.PREDICTION else None
             )
-            (pred_runs if v is variant else gold_runs).append(r)
+            into.append(r)
     last = pred_runs[-1]
     flags = prediction_flags(task, prediction, last, gold_runs[-1] if gold_runs else None)
     # a run that was tampered with, whose channel had problems or that left expected tests
@@ -201,7 +221,13 @@ def score_task(
         t_gold = ref.gold.isolated_ms or ref.gold.kernel_ms
     e2e_pred = _median([r.wall_s for r in pred_runs])
     e2e_base = ref.base.e2e_s if ref else None
-    passed = exec_ok and not flags
+    t_base = _median([_kernel_ms(r) for r in base_runs]) if base_runs else None
+    if variant is Variant.BASE:
+        t_base = t_pred
+    if t_base is None and ref is not None:
+        t_base = ref.base.isolated_ms or ref.base.kernel_ms
+    perf = perf_score(exec_ok and not flags, t_base, t_gold, t_pred)
+    passed = exec_ok and not flags and (perf.gain_met if optimization else True)
     return TaskScore(
         task_id=task.task_id,
         has_prediction=True,
@@ -216,8 +242,22 @@ def score_task(
         e2e_base_s=e2e_base,
         e2e_pred_s=e2e_pred,
         e2e_speedup=(e2e_base / e2e_pred) if (exec_ok and e2e_base and e2e_pred) else None,
-        detail=last.detail,
+        detail=last.detail
+        if passed or not optimization or not exec_ok
+        else f"correct, but {_gain_note(perf, t_base, t_gold)}",
+        t_base_ms=t_base,
+        speedup=perf.speedup,
+        fast_1=perf.fast_1,
+        fast_gold=perf.fast_gold,
+        optimization=optimization,
+        gain_met=perf.gain_met,
     )
+
+
+def _gain_note(perf: PerfScore, t_base: float | None, t_gold: float | None) -> str:
+    gold = f"{t_base / t_gold:.2f}x" if t_base and t_gold else "unknown"
+    mine = f"{perf.speedup:.2f}x" if perf.speedup else "unknown"
+    return f"speed-up over the base {mine} is under half of the gold's gain ({gold})"
 
 
 def infra_failure(task_id: str, has_prediction: bool, exc: BaseException) -> TaskScore:
@@ -251,6 +291,10 @@ def _reference(tdir: TaskDir) -> Reference | None:
 
 def aggregate(scores: Sequence[TaskScore]) -> Report:
     n = len(scores)
+    perf = summarize_perf(
+        [PerfScore(s.speedup, s.pmr, s.fast_1, s.fast_gold, s.gain_met) for s in scores],
+        [s.exec_ok and not s.flags for s in scores],
+    )
     done = [s for s in scores if s.passed]
     pmrs = [s.pmr for s in done if s.pmr is not None]
     speedups = [s.e2e_speedup for s in done if s.e2e_speedup]
@@ -273,6 +317,11 @@ def aggregate(scores: Sequence[TaskScore]) -> Report:
         ),
         flagged=sum(bool(s.flags) for s in scores),
         failures=failures,
+        fast_1=perf.fast_1,
+        fast_gold=perf.fast_gold,
+        speedup_geomean=perf.speedup_geomean,
+        pmr_geomean=perf.pmr_geomean,
+        timed=perf.timed,
     )
 
 
@@ -350,6 +399,11 @@ def render_markdown(scores: Sequence[TaskScore], report: Report) -> str:
         f"{f(report.pmr_mean_completed)}, over all tasks {f(report.pmr_mean_all)}",
         f"- end-to-end speedup over the base kernel (geomean, completed): "
         f"{f(report.e2e_speedup_geomean_completed)}",
+        f"- speedup over the base T_base/T_pred (geomean of {report.timed} correct, timed): "
+        f"{f(report.speedup_geomean)}; PMR geomean {f(report.pmr_geomean)}",
+        f"- fast_1 (correct, not slower than the base): {report.fast_1:.3f}; fast_gold (correct, "
+        f"as fast as the gold): {report.fast_gold:.3f}",
+        "- an optimization task is completed only with at least half of the gold's speed-up",
         f"- flagged (not credited): {report.flagged}; failures: {report.failures}",
         "",
         "| task | passed | failure | flags | T_gold ms | T_pred ms | PMR | e2e base s | "

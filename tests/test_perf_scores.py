@@ -1,0 +1,57 @@
+"""The performance scores (eval.perf_scores) and the optimization completion rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.perf_scores import NOISE, geomean, perf_score, summarize
+from eval.score import TaskScore, aggregate
+
+
+def test_speedup_pmr_and_fast_flags() -> None:
+    s = perf_score(True, t_base=2.0, t_gold=1.0, t_pred=1.0)
+    assert (s.speedup, s.pmr, s.fast_1, s.fast_gold, s.gain_met) == (2.0, 1.0, True, True, True)
+    slow = perf_score(True, t_base=2.0, t_gold=1.0, t_pred=2.5)
+    assert slow.speedup == pytest.approx(0.8) and not slow.fast_1 and not slow.fast_gold
+    wrong = perf_score(False, t_base=2.0, t_gold=1.0, t_pred=0.5)
+    assert not (wrong.fast_1 or wrong.fast_gold or wrong.gain_met)  # fast but wrong counts 0
+    noisy = perf_score(True, t_base=1.0, t_gold=0.5, t_pred=1.0 * (1 + NOISE / 2))
+    assert noisy.fast_1 and not noisy.fast_gold  # within the noise band of the base
+
+
+def test_a_do_nothing_prediction_never_meets_the_optimization_rule() -> None:
+    # the setup state as the prediction: T_pred == T_base, the gold 1.5x faster
+    nothing = perf_score(True, t_base=1.5, t_gold=1.0, t_pred=1.5)
+    assert nothing.fast_1 and not nothing.gain_met
+    # half of the gold's gain (1.25x) is the bar: 1.24x misses it, 1.26x meets it
+    assert not perf_score(True, 1.5, 1.0, 1.5 / 1.24).gain_met
+    assert perf_score(True, 1.5, 1.0, 1.5 / 1.26).gain_met
+
+
+def score(tid: str, correct: bool, base: float, gold: float, pred: float, opt: bool) -> TaskScore:
+    p = perf_score(correct, base, gold, pred)
+    passed = correct and (p.gain_met if opt else True)
+    return TaskScore(tid, True, passed, True, correct, "none" if correct else "test_failure",
+                     (), gold, pred, p.pmr, None, None, None, t_base_ms=base, speedup=p.speedup,
+                     fast_1=p.fast_1, fast_gold=p.fast_gold, optimization=opt,
+                     gain_met=p.gain_met)  # fmt: skip
+
+
+def test_report_keeps_every_task_in_the_rates_and_geomeans_over_timed_ones() -> None:
+    scores = [
+        score("a", True, 2.0, 1.0, 1.0, opt=True),  # gold-like: completed, 2x
+        score("b", True, 2.0, 1.0, 2.0, opt=True),  # do-nothing: not completed
+        score("c", False, 2.0, 1.0, 0.5, opt=False),  # wrong
+        score("d", True, 1.0, 1.0, 0.5, opt=False),  # twice as fast as the gold
+    ]
+    report = aggregate(scores)
+    assert report.completed == 2 and report.tcr == pytest.approx(0.5)
+    assert report.fast_1 == pytest.approx(3 / 4) and report.fast_gold == pytest.approx(2 / 4)
+    assert report.timed == 3
+    assert report.speedup_geomean == pytest.approx(geomean([2.0, 1.0, 2.0]))
+    assert report.pmr_geomean == pytest.approx(geomean([1.0, 0.5, 2.0]))
+
+
+def test_summarize_with_nothing_timed() -> None:
+    s = summarize([perf_score(False, None, None, None)], [False])
+    assert (s.timed, s.fast_1, s.speedup_geomean) == (0, 0.0, None)
