@@ -38,6 +38,9 @@ _TEXT_SIGNALS: dict[TaskType, re.Pattern[str]] = {
     ),
 }
 
+# A kernel file of a second implementation of an op (a vendor or DSL backend).
+_BACKEND_PATH = re.compile(r"(^|/)backends?/|(^|/|_)(ascend|npu|gluon|cutile|rocm|xpu)(/|_|\.py$)")
+
 _MERGE_BRANCH = re.compile(r"^Merge branch '(?P<branch>[^']+)' into '[^']+'")
 _CONVENTIONAL = re.compile(r"^(?P<kind>feat|fix|perf|refactor)(\([^)]*\))?!?:", re.IGNORECASE)
 _CONVENTIONAL_TYPE = {
@@ -79,7 +82,31 @@ def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
     main_added = [kc for kc in added if kc.kernel.role is KernelRole.KERNEL]
     tests_changed = any(f.is_test for f in cand.files)
 
-    if added and not modified:
+    backend = [kc for kc in added if _BACKEND_PATH.search(kc.file)]
+    if backend:
+        add(
+            TaskType.FEATURE,
+            3,
+            "adds kernels of a backend of an existing op: "
+            + ", ".join(k.name for k in backend[:3]),
+        )
+    # an op that existed: a wrapper that launched a kernel the PR deletes or rewrites now
+    # launches the added kernels (a rewrite of the op, not a new one)
+    old_wrappers = {
+        w
+        for kc in cand.kernel_changes  # deletions too, which are no targets
+        if kc.before is not None and kc.change in (ChangeKind.DELETED, ChangeKind.MODIFIED)
+        for w in kc.before.wrappers
+    }
+    rewrite = [kc for kc in added if set(kc.kernel.wrappers) & old_wrappers]
+    if rewrite:
+        add(
+            TaskType.OPTIMIZATION,
+            3,
+            "an existing op's wrapper launches new kernels: "
+            + ", ".join(k.name for k in rewrite[:3]),
+        )
+    if added and not modified and not backend:
         add(TaskType.NEW_OP, 3, f"only adds kernels: {', '.join(k.name for k in added[:4])}")
         existing = {kc.file for kc in cand.kernel_changes if kc.before is not None}
         if existing & {kc.file for kc in added}:
@@ -134,7 +161,8 @@ def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
             add(TaskType.FEATURE, 1.5, f"label {label!r}")
 
     best = max(_TIE_ORDER, key=lambda t: (points[t], -_TIE_ORDER.index(t)))
-    if added and not modified and best in (TaskType.BUG_FIX, TaskType.OPTIMIZATION):
+    only_new = added and not modified and not rewrite
+    if only_new and best in (TaskType.BUG_FIX, TaskType.OPTIMIZATION):
         # words cannot outvote the code: a PR that only adds kernels is new code, whatever its
         # title says ("fix", "fast", "optimized"); the fix or the speed-up is the new kernel
         best = max((TaskType.NEW_OP, TaskType.FEATURE), key=lambda t: points[t])

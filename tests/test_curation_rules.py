@@ -293,3 +293,20 @@ def test_a_kernel_file_that_does_not_parse_on_one_side_is_rejected_with_its_reas
                                                  for kc in cand.kernel_changes))  # fmt: skip
     verdict = judge(broken, set())
     assert verdict.reason is RejectReason.UNPARSABLE_SOURCE and "does not parse" in verdict.detail
+
+
+def test_a_backend_of_an_existing_op_is_a_feature_and_a_rewritten_op_an_optimization(
+    repo: TinyRepo, tmp_path: Path
+) -> None:
+    backend = ADD_KERNEL.replace("add_kernel", "add_kernel_npu").replace("def add(", "def add_npu(")
+    repo.write("pkg/ops/backends/_ascend/add.py", backend)
+    repo.commit("Add the add op for NPU (#2)")
+    # the wrapper `add` now launches a new kernel and the old one is gone: a rewrite
+    blocked = ADD_KERNEL.replace("add_kernel", "add_kernel_blocked").replace(
+        "mask = offs < n", "mask = (offs < n) & (offs >= 0)"
+    )
+    repo.write("pkg/ops/add.py", blocked)
+    repo.commit("Blocked add (#3)")
+    types = typed(repo, tmp_path)
+    assert types["#2"] is TaskType.FEATURE
+    assert types["#3"] is TaskType.OPTIMIZATION
