@@ -39,6 +39,9 @@ class TestHints:
     env: dict[str, str] = field(default_factory=dict)  # set in every test process
     pytest_args: tuple[str, ...] = ()  # added to every pytest command line
     pythonpath: tuple[str, ...] = ()  # checkout directories put first on PYTHONPATH (src/)
+    # packages the tests import whose APIs move fast: pinned to their newest release before
+    # the base commit when the repository does not pin them (envbuild), installed per task
+    date_pinned: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from core.frameworks import framework as framework_entry
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
 from envbuild.dockerfile import (
@@ -29,7 +30,7 @@ from envbuild.dockerfile import (
     render_task,
     write_layers,
 )
-from envbuild.model import EnvSpec, LayerKind, Pin
+from envbuild.model import EnvSpec, LayerKind, Pin, PinSource
 from envbuild.recipes import Recipe, recipe_for
 from envbuild.releases import ReleaseTable
 from envbuild.versions import ResolvedVersions, resolve_versions
@@ -48,7 +49,11 @@ class Plan:
 def plan_task(task: Task, repo: GitRepo, releases: ReleaseTable | None = None) -> Plan:
     meta = repo.commit_meta(task.base_commit)
     when = datetime.fromisoformat(meta.committed_at)
+    releases = releases or ReleaseTable.load()
     versions = resolve_versions(repo, task.base_commit, when, releases=releases)
+    versions = replace(
+        versions, extra=(*versions.extra, *date_pins(task, versions, releases, when))
+    )
     recipe = recipe_for(task.framework, [f.path for f in task.files_changed])
     req_files = repo.read_files(task.base_commit, recipe.requirement_files)
     test_files = repo.read_files(task.merge_commit, task.tests.changed_in_pr)
@@ -97,6 +102,22 @@ def plan_task(task: Task, repo: GitRepo, releases: ReleaseTable | None = None) -
         layers=(base, env, layer),
     )
     return Plan(spec, versions, recipe, req_files, test_files)
+
+
+def date_pins(
+    task: Task, versions: ResolvedVersions, releases: ReleaseTable, when: datetime
+) -> tuple[Pin, ...]:
+    """The framework's `date_pinned` packages the repository does not pin itself, each at its
+    newest release before the base commit."""
+    pinned = {p.name for p in versions.extra}
+    out = []
+    for name in framework_entry(task.framework).tests.date_pinned:
+        rel = releases.newest_package_before(name, when.date())
+        if name in pinned or rel is None:
+            continue
+        where = f"newest {name} release before {when:%Y-%m-%d}: {rel.version} of {rel.date}"
+        out.append(Pin(name, rel.version, PinSource.DATE, where, spec=f"{name}=={rel.version}"))
+    return tuple(out)
 
 
 def _torch_nightly(torch: str, when: datetime) -> str:

@@ -11,7 +11,7 @@ Writes nothing. Refuses nothing: a lookup the tables cannot answer returns None,
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
 from pathlib import Path
@@ -41,13 +41,26 @@ class TritonRelease:
 
 
 @dataclass(frozen=True)
+class PackageRelease:
+    version: str
+    date: date
+
+
+@dataclass(frozen=True)
 class ReleaseTable:
-    """torch and triton releases with dates; per torch release its triton, CUDA and Pythons."""
+    """torch and triton releases with dates; per torch release its triton, CUDA and Pythons;
+    release dates of the other packages frameworks' tests pin by date (`packages`)."""
 
     torch: tuple[TorchRelease, ...]
     triton: tuple[TritonRelease, ...]
     generated: str = ""
     source: str = ""  # where the snapshot was read from
+    packages: dict[str, tuple[PackageRelease, ...]] = field(default_factory=dict)
+
+    def newest_package_before(self, name: str, when: date) -> PackageRelease | None:
+        """The newest release of `name` published before the day `when` (None when the table
+        does not know the package or it had no release yet)."""
+        return _newest(self.packages.get(name, ()), when, None)
 
     @classmethod
     def load(cls, path: Path | None = None) -> ReleaseTable:
@@ -97,7 +110,7 @@ class ReleaseTable:
         return max(matching, key=lambda t: Version(t.version)).version if matching else None
 
 
-_R = TypeVar("_R", TorchRelease, TritonRelease)
+_R = TypeVar("_R", TorchRelease, TritonRelease, PackageRelease)
 
 
 def _newest(releases: tuple[_R, ...], when: date, spec: SpecifierSet | None) -> _R | None:

@@ -49,6 +49,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="Triton caches of the runs (default ~/.cache/triton-pr-bench/sandbox)",
     )  # fmt: skip
     p.add_argument(
+        "--wheelhouse", type=Path,
+        help="per-environment wheels (python -m envbuild.wheelhouse): a task whose pins have one "
+        "runs in a virtual environment made from it over this machine's torch and Triton",
+    )  # fmt: skip
+    p.add_argument(
         "--sandbox-full-dev", action="store_true",
         help="show the host's whole /dev in the sandbox (default: a minimal /dev + GPU nodes)",
     )  # fmt: skip

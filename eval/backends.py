@@ -61,6 +61,9 @@ class RunSettings:
     # backend takes its limits from it
     sandbox: SandboxPolicy | None = field(default_factory=SandboxPolicy)
     cache_root: Path | None = None  # Triton caches the runs may write; default_cache() if None
+    # pinned packages per task environment (envbuild.wheelhouse): a task whose env.json pins
+    # have a wheelhouse here runs in a virtual environment made from it over the host's torch
+    wheelhouse: Path | None = None
 
 
 class Backend(Protocol):
@@ -181,6 +184,10 @@ class LocalBackend:
         if settings.sandbox is not None:
             tools()  # a missing bwrap is one clear error before any run
 
+    def interpreter(self, tdir: TaskDir) -> tuple[str, Path | None]:
+        """The Python the task's tests run on (its wheelhouse's venv, or this one)."""
+        return interpreter_for(self.settings, tdir)
+
     def run(
         self,
         task: Task,
@@ -200,6 +207,7 @@ class LocalBackend:
         files = run_targets(task, self.settings.max_test_files, tree)
         cache = _cache(self.settings, task, variant)
         hints = framework(task.framework).tests
+        python, venv = self.interpreter(tdir)
         raw = run_pytest(
             tree,
             files,
@@ -218,6 +226,8 @@ class LocalBackend:
             expected=_expected(tdir, variant),
             pythonpath=hints.pythonpath,
             pytest_args=hints.pytest_args,
+            python=python,
+            readonly=(venv,) if venv is not None else (),
         )
         if not self.settings.keep_trees:
             shutil.rmtree(tree, ignore_errors=True)
@@ -226,6 +236,26 @@ class LocalBackend:
 
 SRC = "/workspace/src"
 TOOLS = "/opt/triton-pr-bench"
+
+
+def interpreter_for(settings: RunSettings, tdir: TaskDir) -> tuple[str, Path | None]:
+    """The Python a task's tests run on, and its virtual environment: the task's wheelhouse
+    (by the key of its env.json pins) made into a venv over the host's packages, else this
+    interpreter."""
+    import sys
+
+    if settings.wheelhouse is None:
+        return sys.executable, None
+    from envbuild.model import EnvSpec
+    from envbuild.wheelhouse import env_key, package_pins, prepare_venv
+
+    spec = tdir.load(TaskFile.ENV, EnvSpec)
+    pins = package_pins(spec) if spec is not None else ()
+    house = settings.wheelhouse / env_key(pins) if pins else None
+    if house is None or not house.is_dir():
+        return sys.executable, None
+    python = prepare_venv(house, (settings.cache_root or default_cache()) / "venvs")
+    return str(python), python.parent.parent
 
 
 class DockerBackend:

@@ -16,6 +16,7 @@ import hashlib
 import platform
 import statistics
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -34,8 +35,9 @@ from eval.gate import decide, environment_label, hardware_gap
 from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
 
 
-def environment() -> Environment:
-    """GPU, driver, CUDA, torch and triton of this process's machine."""
+def environment(python: str | None = None) -> Environment:
+    """GPU, driver, CUDA, torch and triton of this process's machine; the package set of
+    `python` (the tests' interpreter, a task's virtual environment) when given."""
     gpu = driver = cuda = torch_v = triton_v = "unavailable"
     try:
         import torch
@@ -60,16 +62,32 @@ def environment() -> Environment:
         driver = out.stdout.strip().splitlines()[0] if out.stdout.strip() else driver
     except (OSError, subprocess.TimeoutExpired):
         pass
-    packages = package_set()
+    packages = package_set(python)
     digest = hashlib.sha256("\n".join(packages).encode()).hexdigest()
     return Environment(gpu, driver, cuda, torch_v, triton_v, platform.python_version(),
                        platform.node(), packages, digest)  # fmt: skip
 
 
-def package_set() -> tuple[str, ...]:
-    """`name==version` of every distribution this Python sees, sorted (the tests' package set:
-    they run on this interpreter)."""
+_LIST = (
+    "import importlib.metadata as m\n"
+    "for d in m.distributions(): print(f\"{d.metadata['Name']}=={d.version}\")\n"
+)
+
+
+def package_set(python: str | None = None) -> tuple[str, ...]:
+    """`name==version` of every distribution an interpreter sees, sorted: this one, or the
+    tests' own (`python`, a virtual environment over this one's packages)."""
     from importlib import metadata
+
+    if python is not None and python != sys.executable:
+        out = subprocess.run([python, "-c", _LIST], capture_output=True, text=True, check=False)
+        found: dict[str, str] = {}
+        for line in out.stdout.splitlines():
+            name, _, version = line.partition("==")
+            key = name.lower().replace("_", "-")
+            if key and key not in found:
+                found[key] = version
+        return tuple(f"{n}=={v}" for n, v in sorted(found.items()))
 
     seen = {}
     for dist in metadata.distributions():
@@ -207,7 +225,8 @@ def run_reference(
     """Choose the node ids (once), run base and gold `runs` times each on them, alternating
     which goes first; the gate's verdict goes into task.json, the runs into reference.json.
     None when the task's hardware is not here (its verdict says so; nothing ran)."""
-    env = environment()
+    interpreter = getattr(backend, "interpreter", None)
+    env = environment(interpreter(tdir)[0] if interpreter is not None else None)
     gap = hardware_gap(task.requires, gpus_here)
     if gap is not None:
         when = datetime.now(UTC).isoformat(timespec="seconds")

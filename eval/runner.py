@@ -82,7 +82,10 @@ def pytest_command(
     # The kernel watch first: the verdict plugin notes its functions when it is imported.
     return [
         python, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
-        "-p", "eval.pytest_plugin", "-p", "tpb_verdict", *args, *files,
+        "-p", "eval.pytest_plugin", "-p", "tpb_verdict",
+        # one test file that fails to import must not stop the others (the selection run
+        # collects whole files; its collect reports still say which file failed and why)
+        "--continue-on-collection-errors", *args, *files,
     ]  # fmt: skip
 
 
@@ -125,6 +128,7 @@ def run_pytest(
     python: str = sys.executable,
     isolated_timing: bool = True,
     writable: Sequence[Path] = (),
+    readonly: Sequence[Path] = (),
     expected: Sequence[str] = (),
     pythonpath: Sequence[str] = (),
     pytest_args: Sequence[str] = (),
@@ -149,7 +153,7 @@ def run_pytest(
                         ("WORLD_SIZE", "1"), ("RANK", "0"), ("LOCAL_RANK", "0")):  # fmt: skip
         extra[name] = os.environ.get(name, value)
     env = run_environment(os.environ, {**extra, **(extra_env or {})})
-    mounts = Mounts(workdir, writable=tuple(writable),
+    mounts = Mounts(workdir, writable=tuple(writable), readonly=tuple(readonly),
                     frozen=tuple(freeze_list(workdir, list(files))))  # fmt: skip
     before = snapshot(workdir)
     reader = PipeReader(read_fd, key)

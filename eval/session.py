@@ -52,6 +52,7 @@ class EvalSettings:
     sandbox_full_dev: bool = False
     no_sandbox: bool = False  # trusted base/gold reference runs only; recorded in each run
     triton_cache: Path | None = None
+    wheelhouse: Path | None = None  # per-environment wheels (envbuild.wheelhouse)
     out: Path = Path("runs/reference")
     force: bool = False  # rerun tasks that have a reference already
     jobs: int = 1
@@ -111,6 +112,7 @@ def make_backend(args: EvalSettings, scratch: Path) -> Any:
         extra_env=extra_env,
         sandbox=None if args.no_sandbox else policy,
         cache_root=args.triton_cache,
+        wheelhouse=args.wheelhouse,
     )
     if args.backend == "docker":
         return DockerBackend(stores(args), scratch, settings)

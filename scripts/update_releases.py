@@ -4,7 +4,9 @@ Reads: PyPI's JSON API (`/pypi/torch/json`, `/pypi/torch/<version>/json`, the sa
 Where a mirror does not serve the per-version JSON, the core metadata of one Linux x86_64 wheel
 (PEP 658, `<wheel url>.metadata`, else read out of the wheel with byte ranges) stands in.
 Writes: `envbuild/releases.json` (or `--out`), only after every request succeeded, so a network
-failure leaves the old snapshot in place.
+failure leaves the old snapshot in place. `--packages a,b` adds the release dates of other
+packages (the ones frameworks' tests pin by date) under `packages`; `--packages-only` refreshes
+just those.
 Refuses: pre-releases, dev and post releases, and torch releases older than 2.0.0.
 
 Per torch release it keeps the upload date (the earliest upload of its files), the triton
@@ -254,13 +256,38 @@ def collect() -> dict[str, Any]:
     }
 
 
+def package_releases(name: str) -> list[dict[str, str]]:
+    """Final releases of one PyPI package with their upload dates."""
+    project = _get_json(f"{PYPI}/{urllib.parse.quote(name)}/json")
+    return [
+        {"version": str(v), "date": _upload_date(project["releases"][str(v)])}
+        for v in sorted(_final_versions(project, None))
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
+    parser.add_argument(
+        "--packages", default="",
+        help="comma-separated packages whose release dates to add under `packages` (the ones "
+        "frameworks' tests pin by date, core/frameworks.toml `tests.date_pinned`)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--packages-only", action="store_true",
+        help="keep the torch/triton tables of --out and only refresh `packages`",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    names = [n.strip() for n in args.packages.split(",") if n.strip()]
     try:
-        data = collect()
+        data = json.loads(args.out.read_text()) if args.packages_only else collect()
+        packages = dict(data.get("packages", {}))
+        for name in names:
+            packages[name] = package_releases(name)
+            log.info("%s: %d releases", name, len(packages[name]))
+        if packages:
+            data["packages"] = packages
     except FetchError as exc:
         print(f"error: {exc}; {args.out} is left unchanged", file=sys.stderr)
         return 1

@@ -244,6 +244,9 @@ class Integrity:
 
 def _installation_roots() -> tuple[str, ...]:
     paths = {*sysconfig.get_paths().values(), *site.getsitepackages()}
+    # site directories the interpreter's start-up put on the path (a task's virtual environment
+    # sees the host's packages through a path file): installed code too
+    paths |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
     for top in _ORIGIN_CHECKS:
         file = getattr(sys.modules.get(top), "__file__", None)
         if file:

@@ -1,0 +1,241 @@
+"""Wheelhouses: the pinned packages of each task environment, downloaded for a GPU machine that
+has no network, and the virtual environments made from them there.
+
+`python -m envbuild.wheelhouse --tasks tasks --out wheels` reads each task's env.json (run
+`python -m envbuild` first) and, for every distinct set of package pins, downloads their wheels
+with their dependencies for the target interpreter and platform into `wheels/<key>/`, with the
+pins in `requirements.txt`. The key is a hash of the pins, so tasks with the same pins share one
+wheelhouse. torch, Triton and CUDA packages are never part of it: a task's environment is
+installed over the host's torch, Triton and CUDA (a virtual environment that sees the system
+site packages), and a task whose torch or Triton pin the host cannot meet is not helped by it.
+
+`prepare_venv` (used by the eval's local backend) makes `<cache>/<key>` once: a virtual
+environment whose own site directory holds the wheelhouse (installed offline) and which then
+sees this interpreter's site directories (a path file): the pinned packages win, torch and
+Triton come from the host.
+Refuses: a pip failure is an `EnvBuildError` naming the key and pip's last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbuild.errors import EnvBuildError
+from envbuild.model import EnvSpec
+
+HOST_PROVIDED = ("torch", "triton", "pytorch-triton", "nvidia-", "cuda-", "base_image")
+PLATFORMS = (
+    "manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64", "manylinux1_x86_64",
+)  # fmt: skip
+REQUIREMENTS = "requirements.txt"
+
+
+def package_pins(spec: EnvSpec) -> tuple[str, ...]:
+    """`name==version` of the environment's pins the host does not provide, sorted."""
+    return tuple(
+        sorted(
+            f"{p.name}=={p.value}"
+            for p in spec.extra_pins
+            if not p.name.startswith(HOST_PROVIDED) and p.value
+        )
+    )
+
+
+def env_key(pins: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(pins)).encode()).hexdigest()[:16]
+
+
+def read_host(path: Path) -> dict[str, str]:
+    """A machine's package set (`name==version` lines, `#` comments) by canonical name."""
+    out: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            out[canonicalize_name(name)] = version.strip()
+    return out
+
+
+def _requires(wheel: Path) -> list[Requirement]:
+    """The unconditional requirements in a wheel's METADATA (extras and markers that do not
+    hold for a Linux CPython left out)."""
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        text = zf.read(name).decode("utf-8", "replace")
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("Requires-Dist:"):
+            continue
+        try:
+            req = Requirement(line.split(":", 1)[1].strip())
+        except InvalidRequirement:
+            continue
+        if req.marker is not None:
+            try:
+                if not req.marker.evaluate({"extra": "", "sys_platform": "linux"}):
+                    continue
+            except Exception:  # a marker this environment cannot evaluate: keep the need
+                pass
+        out.append(req)
+    return out
+
+
+def _wheel_name(wheel: Path) -> str:
+    return canonicalize_name(wheel.name.split("-", 1)[0])
+
+
+def trim(dest: Path, pins: Sequence[str], host: dict[str, str]) -> list[str]:
+    """Remove the dependency wheels whose package the host already has at a version every
+    downloaded wheel accepts (the virtual environment sees the host's site packages); the
+    pinned packages always stay. The names removed."""
+    wheels = sorted(dest.glob("*.whl"))
+    specs: dict[str, SpecifierSet] = {}
+    for w in wheels:
+        for req in _requires(w):
+            key = canonicalize_name(req.name)
+            specs[key] = specs.get(key, SpecifierSet()) & req.specifier
+    pinned = {canonicalize_name(p.split("==", 1)[0]) for p in pins}
+    removed = []
+    for w in wheels:
+        name = _wheel_name(w)
+        have = host.get(name)
+        if name in pinned or have is None:
+            continue
+        try:
+            ok = specs.get(name, SpecifierSet()).contains(Version(have), prereleases=True)
+        except InvalidVersion:
+            ok = False
+        if ok:
+            w.unlink()
+            removed.append(name)
+    return removed
+
+
+def download(
+    pins: Sequence[str],
+    dest: Path,
+    python_version: str,
+    platforms: Sequence[str] = PLATFORMS,
+    host: dict[str, str] | None = None,
+) -> int:
+    """Download the wheels of `pins` and their dependencies into `dest` (without those the
+    `host` package set already satisfies); the bytes kept."""
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / REQUIREMENTS).write_text("".join(f"{p}\n" for p in pins))
+    args = [
+        sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(dest),
+        "--python-version", python_version, "--implementation", "cp",
+        *(x for plat in platforms for x in ("--platform", plat)), "-r", str(dest / REQUIREMENTS),
+    ]  # fmt: skip
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
+        raise EnvBuildError(f"wheelhouse {dest.name}: {last}")
+    if host:
+        trim(dest, pins, host)
+    return sum(f.stat().st_size for f in dest.glob("*.whl"))
+
+
+def prepare_venv(wheelhouse: Path, cache: Path, python: str = sys.executable) -> Path:
+    """The interpreter of a virtual environment (system site packages visible) with the
+    wheelhouse installed offline; made once per wheelhouse under `cache`."""
+    venv = cache / wheelhouse.name
+    bin_python = venv / "bin" / "python"
+    marker = venv / ".installed"
+    if marker.exists():
+        return bin_python
+    cache.mkdir(parents=True, exist_ok=True)
+    _step([python, "-m", "venv", "--without-pip", str(venv)], wheelhouse)
+    # The host's packages (torch, Triton, ... in this interpreter's site directories, which
+    # may themselves be a virtual environment's) come after the venv's own: a path file.
+    own = _step([str(bin_python), "-c", _PURELIB], wheelhouse).strip()
+    Path(own, "tpb-host.pth").write_text("\n".join(_site_dirs()) + "\n")
+    install = [python, "-m", "pip", "--python", str(bin_python), "install", "-q", "--no-index",
+               "--no-deps", "--find-links", str(wheelhouse), *_wheels(wheelhouse)]  # fmt: skip
+    _step(install, wheelhouse)
+    marker.write_text("\n".join(_wheels(wheelhouse)) + "\n")
+    return bin_python
+
+
+_PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+
+
+def _site_dirs() -> list[str]:
+    import site
+    import sysconfig
+
+    dirs = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    dirs += site.getsitepackages()
+    return list(dict.fromkeys(d for d in dirs if Path(d).is_dir()))
+
+
+def _step(cmd: list[str], wheelhouse: Path) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        raise EnvBuildError(f"environment {wheelhouse.name}: {last}")
+    return proc.stdout
+
+
+def _wheels(wheelhouse: Path) -> list[str]:
+    return sorted(str(p) for p in wheelhouse.glob("*.whl"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from core.errors import CoreError
+    from curation.taskdir import TaskFile, task_dirs
+
+    p = argparse.ArgumentParser(prog="python -m envbuild.wheelhouse", description=__doc__.split(
+        "\n\n")[0])  # fmt: skip
+    p.add_argument("--tasks", type=Path, default=Path("tasks"))
+    p.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
+    p.add_argument("--out", type=Path, required=True, help="wheelhouse root (one folder a key)")
+    p.add_argument("--python-version", default="3.12", help="of the GPU machine (default 3.12)")
+    p.add_argument(
+        "--host", type=Path,
+        help="the GPU machine's package set (`name==version` lines, e.g. envbuild/hosts/"
+        "h200.txt): dependencies it already satisfies are not downloaded",
+    )  # fmt: skip
+    args = p.parse_args(argv)
+    host = read_host(args.host) if args.host else None
+    groups: dict[str, list[str]] = {}
+    pins_of: dict[str, tuple[str, ...]] = {}
+    try:
+        for tdir in task_dirs(args.tasks):
+            if args.task and tdir.id not in args.task:
+                continue
+            spec = tdir.load(TaskFile.ENV, EnvSpec)
+            if spec is None:
+                print(f"{tdir.id}: no env.json (run python -m envbuild first)", file=sys.stderr)
+                continue
+            pins = package_pins(spec)
+            if pins:
+                key = env_key(pins)
+                groups.setdefault(key, []).append(tdir.id)
+                pins_of[key] = pins
+        total = 0
+        for key, ids in sorted(groups.items()):
+            size = download(pins_of[key], args.out / key, args.python_version, host=host)
+            total += size
+            print(f"{key}: {', '.join(pins_of[key])}: {len(ids)} tasks, {size / 2**20:.1f} MB")
+    except (EnvBuildError, CoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{len(groups)} wheelhouses, {total / 2**20:.1f} MB in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

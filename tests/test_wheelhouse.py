@@ -1,0 +1,122 @@
+"""Per-environment wheelhouses (envbuild.wheelhouse): the pins a task's tests need, installed
+into a virtual environment over this interpreter's packages, and the eval running the task's
+tests there, on wheels built here from tiny packages written for the test."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.files import write_record
+from curation.taskdir import TaskFile, task_dirs
+from envbuild.model import EnvSpec, Layer, LayerKind, Pin, PinSource
+from envbuild.wheelhouse import env_key, package_pins, prepare_venv, read_host, trim
+from eval.__main__ import main as eval_main
+from tests.tinyfw import make_task_env
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+
+def build_wheel(root: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> Path:
+    """A pure-Python wheel of `name` whose module says its version (pip wheel, no network)."""
+    src = root / f"src-{name}-{version}"
+    (src / name).mkdir(parents=True)
+    (src / name / "__init__.py").write_text(f"VERSION = {version!r}\n")
+    deps = ", ".join(json.dumps(r) for r in requires)
+    (src / "pyproject.toml").write_text(
+        f'[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [{deps}]\n'
+        f'[tool.setuptools]\npackages = ["{name}"]\n'
+    )
+    out = root / "built"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--no-build-isolation", "-w", str(out), str(src)],
+                   check=True, capture_output=True)  # fmt: skip
+    return next(out.glob(f"{name}-{version}-*.whl"))
+
+
+def spec(task_id: str, pins: dict[str, str]) -> EnvSpec:
+    pin = [Pin(n, v, PinSource.DATE, "test") for n, v in pins.items()]
+    layers = tuple(Layer(k, f"tag-{k}", None, "FROM scratch\n") for k in LayerKind)
+    p = Pin("x", "1", PinSource.DEFAULT, "test")
+    return EnvSpec(task_id, "fw", "pip-editable", "c", "2024-01-01", p, p, p, p,
+                   (*pin, Pin("torch", "2.4", PinSource.DATE, "host")), layers)  # fmt: skip
+
+
+def test_pins_key_and_trim_keep_only_what_the_host_lacks(tmp_path: Path) -> None:
+    s = spec("t", {"tpbdep": "1.0"})
+    assert package_pins(s) == ("tpbdep==1.0",)  # torch is the host's, never in a wheelhouse
+    assert env_key(["b==1", "a==2"]) == env_key(["a==2", "b==1"])
+    house = tmp_path / "house"
+    house.mkdir()
+    for w in (
+        build_wheel(tmp_path, "tpbdep", "1.0", ("tpbbase>=1,<2",)),
+        build_wheel(tmp_path, "tpbbase", "1.2"),
+        build_wheel(tmp_path, "tpbother", "3.0"),
+    ):
+        w.rename(house / w.name)  # fmt: skip
+    host_file = tmp_path / "host.txt"
+    host_file.write_text("# a machine\ntpbbase==1.5\ntpbother==9.0\ntpbdep==7.0\n")
+    host = read_host(host_file)
+    removed = trim(house, ["tpbdep==1.0"], host)
+    # tpbbase 1.5 fits >=1,<2: the host's serves; tpbother has no constraint: the host's
+    # serves; the pinned tpbdep always stays, whatever the host has
+    assert sorted(removed) == ["tpbbase", "tpbother"]
+    assert [w.name.split("-")[0] for w in house.glob("*.whl")] == ["tpbdep"]
+    host_file.write_text("tpbbase==2.5\n")
+    house2 = tmp_path / "house2"
+    house2.mkdir()
+    for w in (
+        build_wheel(tmp_path / "b", "tpbdep", "1.0", ("tpbbase>=1,<2",)),
+        build_wheel(tmp_path / "b", "tpbbase", "1.2"),
+    ):
+        w.rename(house2 / w.name)  # fmt: skip
+    assert trim(house2, ["tpbdep==1.0"], read_host(host_file)) == []  # 2.5 does not fit
+
+
+def test_a_task_runs_on_its_pinned_packages_and_records_them(tmp_path: Path) -> None:
+    test_pin = (
+        "import torch\nimport tpbdep\n\nfrom pkg.ops import add\n\n\n"
+        "def test_pinned():\n    assert tpbdep.VERSION == '1.0'\n"
+        "    x = torch.ones(8)\n    assert add(x, x).shape == x.shape\n"
+    )
+    _repo, work, tasks = make_task_env(tmp_path, {"tests/test_pinned.py": test_pin})
+    [tdir] = task_dirs(tasks)
+    write_record(tdir.path(TaskFile.ENV), spec(tdir.id, {"tpbdep": "1.0"}))
+    wheels = tmp_path / "wheels"
+    house = wheels / env_key(["tpbdep==1.0"])
+    house.mkdir(parents=True)
+    wheel = build_wheel(tmp_path, "tpbdep", "1.0")
+    wheel.rename(house / wheel.name)
+    (house / "requirements.txt").write_text("tpbdep==1.0\n")
+    python = prepare_venv(house, tmp_path / "venvs")
+    out = subprocess.run([str(python), "-c", "import tpbdep, torch; print(tpbdep.VERSION)"],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == "1.0"  # its own pin, and the host's torch
+    argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "1",
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing", "--timeout", "120",
+            "--triton-cache", str(tmp_path / "cache"), "--wheelhouse", str(wheels),
+            "--task-file", str(_ids(tmp_path, tdir.id)), "--reselect"]  # fmt: skip
+    assert eval_main(argv) == 0
+    ref = json.loads(tdir.path(TaskFile.REFERENCE).read_text())
+    assert "tpbdep==1.0" in ref["environment"]["packages"]
+    passed = {t["nodeid"] for r in ref["runs"] if r["variant"] == "gold" for t in r["tests"]
+              if t["outcome"] == "passed"}  # fmt: skip
+    assert "tests/test_pinned.py::test_pinned" in passed
+    # without the wheelhouse the same test cannot import its pin
+    argv_plain = [a for a in argv if a not in ("--wheelhouse", str(wheels))]
+    argv_plain[argv_plain.index("--out") + 1] = str(tmp_path / "runs2")
+    assert eval_main([*argv_plain, "--force"]) == 0
+    ref = json.loads(tdir.path(TaskFile.REFERENCE).read_text())
+    assert "tpbdep==1.0" not in ref["environment"]["packages"]
+
+
+def _ids(tmp_path: Path, *ids: str) -> Path:
+    path = tmp_path / "ids.txt"
+    path.write_text("\n".join(ids) + "\n")
+    return path
