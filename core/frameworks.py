@@ -42,6 +42,9 @@ class TestHints:
     # packages the tests import whose APIs move fast: pinned to their newest release before
     # the base commit when the repository does not pin them (envbuild), installed per task
     date_pinned: tuple[str, ...] = ()
+    # at least this many seconds per test run: a framework whose tests compile many large
+    # kernels (flash-linear-attention's chunked ones) needs more than the default
+    min_timeout_s: float = 0.0
 
 
 @dataclass(frozen=True)

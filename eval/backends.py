@@ -212,7 +212,7 @@ class LocalBackend:
             tree,
             files,
             run_dir,
-            timeout_s=self.settings.timeout_s,
+            timeout_s=max(self.settings.timeout_s, hints.min_timeout_s),
             policy=self.settings.sandbox,
             kernels=[k.name for k in task.kernels],
             extra_env={
@@ -335,7 +335,7 @@ class DockerBackend:
         try:
             self._start_with_key(container, key)
             try:
-                status = container.wait(timeout=self.settings.timeout_s)
+                status = container.wait(timeout=max(self.settings.timeout_s, hints.min_timeout_s))
                 code: int | None = int(status.get("StatusCode", -1))
             except Exception:  # the SDK raises a requests timeout: kill the whole container
                 timed_out, code = True, None

@@ -41,3 +41,10 @@ def test_resolve_framework_names_the_choices_on_an_unknown_spec() -> None:
     assert resolve_framework("owner/thing").name == "owner__thing"
     with pytest.raises(FrameworkError, match="unknown framework 'nope'"):
         resolve_framework("nope")
+
+
+def test_test_hints_of_the_kernel_libraries() -> None:
+    liger = framework("liger-kernel").tests
+    assert liger.pythonpath == ("src",) and liger.date_pinned == ("transformers",)
+    assert framework("flash-linear-attention").tests.min_timeout_s >= 300
+    assert framework("someone__else").tests.min_timeout_s == 0.0
