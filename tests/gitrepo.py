@@ -56,3 +56,17 @@ class TinyRepo:
         self.n += 1
         self.git("merge", "-q", "--no-ff", "-m", message, branch)
         return self.head()
+
+
+def add_kernel_history(path: Path) -> TinyRepo:
+    """A tiny framework whose history adds an add kernel (#1), then scales it (#2)."""
+    from tests.kernels_src import ADD_KERNEL, ADD_KERNEL_SCALED
+
+    repo = TinyRepo(path)
+    repo.write("pkg/__init__.py", "")
+    repo.commit("Initial commit")
+    repo.write("pkg/ops/add.py", ADD_KERNEL)
+    repo.commit("Add an add kernel (#1)")
+    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
+    repo.commit("Scale the add kernel (#2)")
+    return repo

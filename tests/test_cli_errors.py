@@ -15,20 +15,13 @@ from curation.curate import main as curate
 from envbuild.__main__ import main as envbuild
 from eval.__main__ import main as eval_main
 from mining.crawl import main as crawl
-from tests.gitrepo import TinyRepo
-from tests.kernels_src import ADD_KERNEL, ADD_KERNEL_SCALED
+from tests.gitrepo import add_kernel_history
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("cli")
-    repo = TinyRepo(root / "fw")
-    repo.write("pkg/__init__.py", "")
-    repo.commit("Initial commit")
-    repo.write("pkg/ops/add.py", ADD_KERNEL)
-    repo.commit("Add an add kernel (#1)")
-    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
-    repo.commit("Scale the add kernel (#2)")
+    repo = add_kernel_history(root / "fw")
     work, tasks = root / "work", root / "tasks"
     assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
     assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0

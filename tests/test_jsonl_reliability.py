@@ -14,20 +14,13 @@ from core.errors import RecordError
 from core.files import cut_torn_tail, read_jsonl
 from curation.curate import main as curate
 from mining.crawl import main as crawl
-from tests.gitrepo import TinyRepo
-from tests.kernels_src import ADD_KERNEL, ADD_KERNEL_SCALED, SCALE_KERNEL
+from tests.gitrepo import TinyRepo, add_kernel_history
+from tests.kernels_src import SCALE_KERNEL
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> TinyRepo:
-    repo = TinyRepo(tmp_path / "fw")
-    repo.write("pkg/__init__.py", "")
-    repo.commit("Initial commit")
-    repo.write("pkg/ops/add.py", ADD_KERNEL)
-    repo.commit("Add an add kernel (#1)")
-    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
-    repo.commit("Scale the add kernel (#2)")
-    return repo
+    return add_kernel_history(tmp_path / "fw")
 
 
 def run_crawl(repo: TinyRepo, out: Path) -> int:

@@ -17,29 +17,10 @@ from eval.__main__ import main as eval_main
 from mining.crawl import main as crawl
 from tests.gitrepo import TinyRepo
 from tests.tinyfw import CONFTEST
+from tests.tinyfw import OPS as TINY_OPS
 
-OPS = '''"""Elementwise ops of the tiny framework."""
-
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, tl.abs(x) + y, mask=mask)
-
-
-def add(x, y):
-    out = torch.empty_like(x)
-    n = x.numel()
-    add_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
-    return out
-'''
+# the tiny framework's add kernel, wrong for negative x (it adds |x|); the PR fixes that
+OPS = TINY_OPS.replace("x + y * 0.0", "tl.abs(x) + y")
 GOLD = OPS.replace("tl.abs(x) + y", "x + y")
 
 TEST_POSITIVE = """import torch
