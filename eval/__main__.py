@@ -116,6 +116,23 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--out", type=Path, required=True, help="run directory (results, logs)")
     sc.add_argument("--fresh", action="store_true", help="ignore results of an earlier run")
     sc.add_argument("--jobs", type=int, default=1, help="tasks scored side by side")
+    orc = sub.add_parser(
+        "oracle",
+        help="reference predictions: the gold targets, or the setup state's (do-nothing)",
+        description="Write predictions.jsonl holding each task's targets as the gold tree (or "
+        "the setup state) has them, in the form a model answers; scoring them checks the "
+        "benchmark: the gold completes every verified task, the setup state none.",
+    )
+    orc.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
+    orc.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
+    orc.add_argument("--task-file", type=Path, help="only the task ids this file lists")
+    orc.add_argument(
+        "--repo-path", action="append", default=[], metavar="NAME=PATH",
+        help="repository (clone, mirror or `eval bundle` output) of a framework (repeatable)",
+    )  # fmt: skip
+    orc.add_argument("--work", type=Path, default=Path("work"), help="mining work dir")
+    orc.add_argument("--from", dest="oracle", choices=("gold", "setup"), required=True)
+    orc.add_argument("--out", type=Path, required=True, help="predictions.jsonl to write")
     rj = sub.add_parser(
         "rejudge",
         help="recompute fail-to-pass / pass-to-pass / validity of reference.json from its runs",
@@ -251,6 +268,19 @@ def top_level(repo: Any, commit: str) -> set[str]:
     return {p.split("/", 1)[0] for p in repo.list_tree(commit)}
 
 
+def cmd_oracle(args: argparse.Namespace) -> int:
+    from core.files import write_jsonl
+    from eval.oracle import oracle_predictions
+    from eval.session import EvalSettings, select_tasks, stores
+
+    settings = from_args(EvalSettings, args)
+    records = oracle_predictions(select_tasks(settings), stores(settings), args.oracle)
+    write_jsonl(args.out, records)
+    items = sum(len(r["kernels"]) for r in records)
+    print(f"{len(records)} {args.oracle} predictions ({items} targets) in {args.out}")
+    return 0
+
+
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
     from eval.model import Reference
@@ -281,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             "score": cmd_score,
             "bundle": cmd_bundle,
             "rejudge": cmd_rejudge,
+            "oracle": cmd_oracle,
         }
         return commands[args.cmd](args)
     except (EvalError, CoreError, CurationError, MiningError) as exc:

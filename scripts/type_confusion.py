@@ -9,6 +9,7 @@ mined candidates), the agreement and the confusion matrix, rows = hand label.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import Counter
@@ -33,10 +34,16 @@ def matrix(pairs: list[tuple[str, str]]) -> str:
     return f"{agree}/{len(pairs)} agree\n\n{head}\n" + "\n".join(rows)
 
 
-def main() -> int:
-    labels = json.loads(Path(sys.argv[1]).read_text())
-    key = json.loads(Path(sys.argv[2]).read_text())
-    work, tasks = Path(sys.argv[3]), Path(sys.argv[4])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("labels", type=Path, help="hand labels, {id: {type, why}}")
+    ap.add_argument("key", type=Path, help="{id: task_id}")
+    ap.add_argument("work", type=Path, help="mining work directory")
+    ap.add_argument("tasks", type=Path, help="task directories")
+    args = ap.parse_args(argv)
+    labels = json.loads(args.labels.read_text())
+    key = json.loads(args.key.read_text())
+    work, tasks = args.work, args.tasks
     cands = {}
     for path in work.glob("*/candidates.jsonl"):
         cands.update({c.commit: c for c in read_candidates(path)})

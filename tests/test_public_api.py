@@ -31,11 +31,22 @@ def test_every_command_explains_itself() -> None:
     commands = [
         ["mining.crawl"], ["curation.curate"], ["curation.check"], ["curation.review"],
         ["envbuild"], ["eval"], ["eval", "reference"], ["eval", "score"], ["eval", "bundle"],
-        ["eval", "rejudge"], ["benchmark"], ["benchmark", "build"], ["benchmark", "push"],
-        ["benchmark", "regenerate"],
+        ["eval", "rejudge"], ["eval", "oracle"], ["envbuild.wheelhouse"], ["benchmark"],
+        ["benchmark", "build"], ["benchmark", "push"], ["benchmark", "regenerate"],
     ]  # fmt: skip
     for cmd in commands:
         out = subprocess.run([sys.executable, "-m", *cmd, "--help"], cwd=Path(__file__).parents[1],
                              capture_output=True, text=True, check=False)  # fmt: skip
         assert out.returncode == 0, (cmd, out.stderr)
         assert "usage: python -m" in out.stdout, cmd
+
+
+def test_every_script_explains_itself() -> None:
+    root = Path(__file__).parents[1]
+    for script in sorted((root / "scripts").glob("*.py")):
+        if '__name__ == "__main__"' not in script.read_text():
+            continue  # a module the scripts share (fault_lab.py), no command
+        out = subprocess.run([sys.executable, str(script), "--help"], cwd=root,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+        assert out.returncode == 0, (script.name, out.stderr[-400:])
+        assert "usage:" in out.stdout, script.name

@@ -88,6 +88,15 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         out = root / name
         assert eval_main(["score", str(preds), *common, "--out", str(out)]) == 0
         [rows[name]] = json.loads((out / "report.json").read_text())["tasks"]
+    for oracle in ("gold", "setup"):  # the benchmark's own check: gold completes, setup does not
+        preds = root / f"oracle_{oracle}.jsonl"
+        assert eval_main(["oracle", "--tasks", str(tasks), "--work", str(work),
+                          "--from", oracle, "--out", str(preds)]) == 0  # fmt: skip
+        [record] = [json.loads(line) for line in preds.read_text().splitlines()]
+        rows[f"oracle_{oracle}_record"] = record
+        out = root / f"oracle_{oracle}"
+        assert eval_main(["score", str(preds), *common, "--out", str(out)]) == 0
+        [rows[f"oracle_{oracle}"]] = json.loads((out / "report.json").read_text())["tasks"]
     return rows
 
 
@@ -108,3 +117,19 @@ def test_an_all_skipped_prediction_is_infra_and_does_not_complete(scored) -> Non
     assert not row["passed"] and not row["exec_ok"]
     assert row["failure"] == "infra"
     assert "unreported_tests" in row["flags"]
+
+
+def test_the_gold_targets_as_a_prediction_complete_the_task(scored) -> None:
+    record = scored["oracle_gold_record"]
+    names = {k["name"] for k in record["kernels"]}
+    assert {"add_kernel", "add"} <= names  # the kernel and its launch wrapper
+    assert "x + y" in next(k["source"] for k in record["kernels"] if k["name"] == "add_kernel")
+    row = scored["oracle_gold"]
+    assert row["passed"] and row["exec_ok"] and row["flags"] == []
+
+
+def test_the_setup_state_as_a_prediction_does_not_complete(scored) -> None:
+    record = scored["oracle_setup_record"]
+    assert "tl.abs(x)" in next(k["source"] for k in record["kernels"] if k["name"] == "add_kernel")
+    row = scored["oracle_setup"]
+    assert not row["passed"] and row["failure"] == "test_failure"

@@ -1,0 +1,71 @@
+"""Carry the GPU's verdicts of a built dataset back into freshly curated task directories.
+
+A regenerated checkout (or a new machine) re-curates the tasks from git history, but the gate's
+verdicts (the node ids chosen on the GPU, fail-to-pass / pass-to-pass, `verification`) live in
+the released dataset. This puts them back into each task.json whose patches are byte-identical
+to the released row, so the next GPU session resumes (scores, reruns) instead of starting over.
+
+    python scripts/restore_verdicts.py release/triton-pr-bench --tasks tasks
+
+Reads: the dataset folder's parquet files and `tasks/<id>/`. Writes: task.json of the matched
+tasks (through `TaskDir.record_verification`; nothing else). A row whose task directory is
+missing, or whose patches differ (the curation changed since), is named and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from core.records import from_json
+from curation.model import TestSelection, Verification
+from curation.taskdir import TaskDir, TaskFile
+
+
+def rows(folder: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    out: list[dict] = []
+    for f in sorted((folder / "data").glob("*.parquet")):
+        out += pq.read_table(f).to_pylist()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dataset", type=Path, help="a folder `python -m benchmark build` wrote")
+    ap.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
+    args = ap.parse_args(argv)
+    restored = skipped = 0
+    for row in rows(args.dataset):
+        if not row.get("verification"):
+            continue
+        tdir = TaskDir(args.tasks / row["task_id"])
+        if not tdir.path(TaskFile.TASK).is_file():
+            print(f"{row['task_id']}: no task directory under {args.tasks}, skipped")
+            skipped += 1
+            continue
+        same = all(
+            (tdir.read_bytes(name) or b"").decode() == (row.get(col) or "")
+            for name, col in (
+                (TaskFile.GOLD_PATCH, "gold_patch"),
+                (TaskFile.TEST_PATCH, "test_patch"),
+            )
+        )
+        if not same:
+            print(f"{row['task_id']}: its patches differ from the released row, skipped")
+            skipped += 1
+            continue
+        task = tdir.load_task()
+        tests = from_json(TestSelection, row["tests"], f"{args.dataset}:{row['task_id']}")
+        verdict = from_json(Verification, row["verification"], f"{args.dataset}:{row['task_id']}")
+        tdir.store(TaskFile.TASK, replace(task, tests=tests, verification=verdict))
+        restored += 1
+    print(f"{restored} verdicts restored, {skipped} rows skipped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
