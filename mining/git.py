@@ -501,7 +501,7 @@ def apply_patch(workdir: Path, patch: bytes | str, *, reverse: bool = False) -> 
 def init_bare(path: Path) -> GitRepo:
     """An empty bare repository at `path` (for slim bundles of base trees)."""
     path.mkdir(parents=True, exist_ok=True)
-    _run(["init", "-q", "--bare", str(path)], path)
+    _run(["init", "-q", "--bare", "."], path)  # in `path` itself: a relative path stays one
     return GitRepo(path)
 
 

@@ -333,3 +333,16 @@ def test_missing_blob_needed_for_rename_detection_does_not_stop_the_crawl(
     assert (kc.old_file, kc.file) == ("pkg/ops/add.py", "pkg/kernels/add.py")
     # line counts need the missing blob: none for either commit, as for a binary file
     assert [f.additions for f in first.files + second.files] == [None] * 6
+
+
+def test_a_bare_repository_at_a_relative_path_is_made_there(tmp_path, monkeypatch) -> None:
+    """Regression: `eval bundle --out .carry/bundles/x.git` (a relative path) made the bare
+    repository one level too deep (`x.git/.carry/bundles/x.git`) and then refused its own
+    output as not a git repository."""
+    from mining.git import init_bare
+
+    monkeypatch.chdir(tmp_path)
+    repo = init_bare(Path("bundles/x.git"))
+    assert (tmp_path / "bundles/x.git/HEAD").is_file()
+    assert not (tmp_path / "bundles/x.git/bundles").exists()
+    assert repo.path.resolve() == (tmp_path / "bundles/x.git").resolve()
