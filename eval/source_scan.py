@@ -66,8 +66,21 @@ def _attr_hit(base: str, attr: str) -> str | None:
     return None if attr in allowed else f"{base}.{attr}"
 
 
+def _bound(tree: ast.AST) -> set[str]:
+    """Names the source binds itself (parameters, assignments, loop targets): a parameter named
+    `input` is the caller's tensor, not the builtin."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
 def _by_tree(tree: ast.AST) -> list[str]:
     hits: list[str | None] = []
+    bound = _bound(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             hits += [_module_hit(a.name) for a in node.names]
@@ -80,7 +93,7 @@ def _by_tree(tree: ast.AST) -> list[str]:
                 hits.append(f".{node.attr}")
             elif isinstance(node.value, ast.Name) and node.value.id in ("os", "sys"):
                 hits.append(_attr_hit(node.value.id, node.attr))
-        elif isinstance(node, ast.Name) and node.id in CALLS:
+        elif isinstance(node, ast.Name) and node.id in CALLS and node.id not in bound:
             hits.append(f"{node.id}()")
     return [h for h in hits if h]
 
