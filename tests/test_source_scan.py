@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from eval.source_scan import added_lines, forbidden
 
-WRAPPER = '''
+WRAPPER = """
 def gemm_swiglu(input, weight, out=None):
     rows = input.shape[0]
     kernel[(rows,)](input, weight, out)
     return out
-'''
+"""
 
 
 def test_a_parameter_named_like_a_builtin_is_not_the_builtin() -> None:
