@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -266,9 +266,9 @@ def _devices(view: _View, policy: SandboxPolicy) -> None:
         return
     view.args += ["--dev", "/dev"]
     view.made.add(Path("/dev"))
-    for pattern in GPU_DEVICES:
-        for node in sorted(Path("/dev").glob(pattern)):
-            view.args += ["--dev-bind", str(node), str(node)]
+    nodes = {node for pattern in GPU_DEVICES for node in Path("/dev").glob(pattern)}
+    for node in sorted(nodes):  # nvidia* also matches nvidia-caps: each node once
+        view.args += ["--dev-bind", str(node), str(node)]
     view.tmpfs("/dev/shm", policy.tmp_bytes)
 
 
@@ -315,6 +315,11 @@ def command(
     if "--disable-userns" in t.features:
         isolate.append("--disable-userns")
     chdir = ["--chdir", str(mounts.workdir.resolve())]
+    # The programs the view runs after stage 1 (bwrap, setpriv, prlimit) may live outside the
+    # system directories (a bubblewrap unpacked from its .deb under /tmp on a machine where
+    # nothing can be installed): show them, or stage 2 cannot start.
+    own = [Path(p) for p in (t.bwrap, t.prlimit, t.setpriv) if p]
+    mounts = replace(mounts, readonly=(*mounts.readonly, *own))
     view = view_args(mounts, policy, env, t.features)
     inside = [*limit_args(t, policy, cpu), *inner]
     if os.geteuid() != 0:

@@ -170,6 +170,25 @@ def test_a_memory_limit_stops_an_allocation(tmp_path: Path) -> None:
     assert run_script(script, work, "out.bin", timeout_s=60, policy=policy).output == b"refused"
 
 
+def test_a_bwrap_outside_the_system_directories_runs(tmp_path: Path, monkeypatch) -> None:
+    """The H200 regression: bubblewrap unpacked from its .deb under /tmp (nothing can be
+    installed there) was hidden by the sandbox's own /tmp, so stage 2 could not start and every
+    sandboxed run crashed in 0.1 s ("setpriv: failed to execute .../bwrap")."""
+    unpacked = tmp_path / "bw" / "usr" / "bin"
+    unpacked.mkdir(parents=True)
+    bwrap = shutil.which("bwrap")
+    assert bwrap
+    shutil.copy2(bwrap, unpacked / "bwrap")
+    monkeypatch.setenv("PATH", f"{unpacked}:{os.environ['PATH']}")
+    assert tools().bwrap == str(unpacked / "bwrap")
+    work = tmp_path / "work"
+    work.mkdir()
+    script = work / "s.py"
+    script.write_text("open('out.bin', 'w').write('ran')\n")
+    run = run_script(script, work, "out.bin", timeout_s=60)
+    assert (run.exit_code, run.output) == (0, b"ran"), run.log
+
+
 def test_a_missing_bwrap_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing there
     with pytest.raises(SandboxUnavailable) as err:
