@@ -190,7 +190,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from eval.score import load_predictions, ran, score_all
-    from eval.session import EvalSettings, make_backend, select_tasks
+    from eval.session import EvalSettings, make_backend, scratch_dir, select_tasks
 
     settings = from_args(EvalSettings, args)
     tdirs = select_tasks(settings)
@@ -198,7 +198,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     unknown = sorted(set(preds) - {t.id for t in tdirs})
     if unknown:
         print(f"note: {len(unknown)} predictions name no selected task: {unknown[:5]}")
-    with tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
+    with scratch_dir(args.scratch) as tmp:
         backend = make_backend(settings, Path(tmp))
         with Progress(console=Console(stderr=True)) as bar:
             job = bar.add_task("scoring", total=len(tdirs))

@@ -93,6 +93,14 @@ def select_tasks(args: EvalSettings) -> list[TaskDir]:
     return out
 
 
+def scratch_dir(parent: Path | None) -> tempfile.TemporaryDirectory[str]:
+    """A private scratch directory for one command's source trees, under `parent` (made when
+    missing: `--scratch /tmp/new` on a fresh machine) or the system's temporary directory."""
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(dir=parent)
+
+
 def make_backend(args: EvalSettings, scratch: Path) -> Any:
     from dataclasses import replace
 
@@ -147,7 +155,7 @@ def run_references(
     tdirs = [t for t in select_tasks(args) if args.force or not t.has(TaskFile.REFERENCE)]
     done: list[Reference] = []
     errors: dict[str, str] = {}
-    with output_lock(args.out), tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
+    with output_lock(args.out), scratch_dir(args.scratch) as tmp:
         backend = make_backend(args, Path(tmp))
         run = partial(run_reference, reselect=args.reselect, gpus_here=gpus, caps=caps)
 
