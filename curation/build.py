@@ -149,9 +149,12 @@ class TaskBuilder:
             files[side] = self.repo.read_files(commit, paths)
             for path, data in files[side].items():
                 tdir.write_source(side, path, data)
-        test_paths = [f.path for f in cand.files if is_test_path(f.path)]
-        other = [f.path for f in cand.files if not is_test_path(f.path)]
-        for old in (f.old_path for f in cand.files if f.old_path):
+        # A binary file (a plot, a PDF) is left out of both patches: no kernel or test is one,
+        # `git diff` shows it without content, and a bundle or partial clone may lack its blob.
+        text_files = [f for f in cand.files if f.additions is not None]
+        test_paths = [f.path for f in text_files if is_test_path(f.path)]
+        other = [f.path for f in text_files if not is_test_path(f.path)]
+        for old in (f.old_path for f in text_files if f.old_path):
             (test_paths if is_test_path(old) else other).append(old)
         gold = self.repo.diff(cand.parent, cand.commit, other) if other else b""
         test = self.repo.diff(cand.parent, cand.commit, test_paths) if test_paths else b""

@@ -131,3 +131,34 @@ def test_help_of_every_command(capsys) -> None:
             fn(["--help"])
         assert exc.value.code == 0
     assert "--codebert-model" in capsys.readouterr().out
+
+
+def test_binary_files_of_a_pr_stay_out_of_its_patches(tmp_path: Path) -> None:
+    """Liger-Kernel #43 and flash-linear-attention #730 changed a plot or a PDF beside the
+    kernel: `Binary files differ` in gold.patch made the patch refuse to apply at the base."""
+    from mining.git import GitRepo, apply_patch
+
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops/__init__.py", "")
+    repo.write("pkg/ops/add.py", ADD_KERNEL)
+    repo.write("tests/test_add.py", TEST_ADD)
+    repo.write("docs/plot.png", b"\x89PNG\r\n\x1a\n\x00\x01old")
+    repo.commit("Add a Triton add kernel (#1)")
+    repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
+    repo.write("docs/plot.png", b"\x89PNG\r\n\x1a\n\x00\x02new")
+    repo.write("tests/data/ref.bin", b"\x00\x01\x02")
+    repo.write("tests/test_add_scaled.py", TEST_ADD.replace("test_add", "test_scaled"))
+    repo.commit("Fix the add kernel: scale the sum (#3)")
+    out, tasks = tmp_path / "work", tmp_path / "tasks"
+    assert crawl([str(repo.path), "--out", str(out), "--quiet", "--no-github"]) == 0
+    assert curate(out, tasks) == 0
+    tdir = TaskDir(tasks / "fw__3__add_kernel")
+    gold, test = tdir.read_text(TaskFile.GOLD_PATCH), tdir.read_text(TaskFile.TEST_PATCH)
+    assert "pkg/ops/add.py" in gold and "tests/test_add_scaled.py" in test
+    assert "plot.png" not in gold and "ref.bin" not in test
+    tree = tmp_path / "tree"
+    GitRepo(repo.path).archive(tdir.load_task().base_commit, tree)
+    apply_patch(tree, test)
+    apply_patch(tree, gold)
+    assert "* 2.0" in (tree / "pkg/ops/add.py").read_text()
