@@ -106,7 +106,7 @@ def _check(tdir: TaskDir) -> CheckResult:
     except (OSError, RecordError) as exc:
         res.errors.append(f"curation.json unreadable: {exc}")
     # later stages' records: their fields are theirs to check, but a torn file is an error here
-    for later in (TaskFile.ENV, TaskFile.REFERENCE):
+    for later in (TaskFile.ENV, TaskFile.REFERENCE, TaskFile.WORKLOAD, TaskFile.WORKLOAD_RESULT):
         if tdir.has(later):
             try:
                 read_json(tdir.path(later))

@@ -13,6 +13,8 @@ Layout of `tasks/<task_id>/` (`TaskFile` names every file; no other module joins
     env.json         the pinned environment (envbuild), `Dockerfile` and `docker/*.Dockerfile`
     build.log        the image build's log (envbuild --build)
     reference.json   the reference runs on a GPU (eval reference)
+    workload.json    the calls at realistic sizes that time the task (eval workload --plan-only)
+    workload_result.json  base and gold timed on that workload, the optimization gate's evidence
 
 Rules: every write is atomic (`core.files`). A curator's requirement edit or decision survives
 any rerun: `write_draft` leaves requirement.md alone once `curation.json` says it was edited,
@@ -52,6 +54,8 @@ class TaskFile(StrEnum):
     ENV_DOCKERFILE = "docker/env.Dockerfile"  # envbuild: the environment layer
     BUILD_LOG = "build.log"  # envbuild --build
     REFERENCE = "reference.json"  # eval reference
+    WORKLOAD = "workload.json"  # eval workload: realistic calls of the targets
+    WORKLOAD_RESULT = "workload_result.json"  # eval workload: base and gold timed on them
 
 
 BEFORE_DIR = "before"

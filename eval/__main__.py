@@ -133,6 +133,47 @@ def build_parser() -> argparse.ArgumentParser:
     orc.add_argument("--work", type=Path, default=Path("work"), help="mining work dir")
     orc.add_argument("--from", dest="oracle", choices=("gold", "setup"), required=True)
     orc.add_argument("--out", type=Path, required=True, help="predictions.jsonl to write")
+    wl = sub.add_parser(
+        "workload",
+        help="plan each task's workload (workload.json) and time base and gold on it",
+        description="Plan a workload per task (calls of its wrapper at realistic sizes: the "
+        "repository's benchmark scripts, its model configurations, or the captured test call "
+        "scaled up; docs/workloads.md) and, unless --plan-only, time base and gold (and "
+        "--predictions) on a GPU, alternating, on the same inputs: workload_result.json and "
+        "the optimization gate's verdict. Resumable: tasks with a result are skipped.",
+    )
+    wl.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
+    wl.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
+    wl.add_argument("--task-file", type=Path, help="only the task ids this file lists")
+    wl.add_argument(
+        "--repo-path", action="append", default=[], metavar="NAME=PATH",
+        help="repository (clone, mirror or `eval bundle` output) of a framework (repeatable)",
+    )  # fmt: skip
+    wl.add_argument("--work", type=Path, default=Path("work"), help="mining work dir")
+    wl.add_argument("--plan-only", action="store_true", help="write workload.json, time nothing")
+    wl.add_argument(
+        "--all-types", action="store_true",
+        help="plan every task, not only optimizations (their workloads time predictions too)",
+    )  # fmt: skip
+    wl.add_argument("--out", type=Path, default=Path("runs/workload"), help="run directory")
+    wl.add_argument("--triton-cache", type=Path, help="Triton cache of the warm measurements")
+    wl.add_argument("--timeout", type=float, default=600.0, help="seconds per harness process")
+    wl.add_argument(
+        "--deadline", type=float, metavar="SECONDS",
+        help="start no task after this many seconds (running ones finish)",
+    )  # fmt: skip
+    wl.add_argument("--force", action="store_true", help="replan and remeasure done tasks")
+    wl.add_argument("--rounds", type=int, default=2, help="alternating rounds (kernel time)")
+    wl.add_argument(
+        "--predictions", type=Path,
+        help="also time these predictions; results go to OUT/<task_id>/workload_result.json, "
+        "which `eval score --out OUT` reads",
+    )  # fmt: skip
+    wl.add_argument(
+        "--no-sandbox", action="store_true",
+        help="run the trusted base and gold without bubblewrap (predictions always use it)",
+    )  # fmt: skip
+    wl.add_argument("--scratch", type=Path, help="where source trees are prepared")
     rj = sub.add_parser(
         "rejudge",
         help="recompute fail-to-pass / pass-to-pass / validity of reference.json from its runs",
@@ -285,13 +326,15 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
     from eval.model import Reference
     from eval.reference import rejudge
+    from eval.workload_model import WorkloadResult
 
     n = changed = 0
     for tdir in task_dirs(args.tasks):
         old = tdir.load(TaskFile.REFERENCE, Reference)
         if old is None:
             continue
-        new, verdict = rejudge(tdir.load_task(), old)
+        workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
+        new, verdict = rejudge(tdir.load_task(), old, workload)
         n += 1
         if verdict is not None:
             tdir.record_verification(verdict, old.node_ids)
@@ -303,6 +346,12 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_workload(args: argparse.Namespace) -> int:
+    from eval.workload_cli import run_workload_command
+
+    return run_workload_command(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -312,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             "bundle": cmd_bundle,
             "rejudge": cmd_rejudge,
             "oracle": cmd_oracle,
+            "workload": cmd_workload,
         }
         return commands[args.cmd](args)
     except (EvalError, CoreError, CurationError, MiningError) as exc:

@@ -8,8 +8,10 @@ The rule (DESIGN.md, "Validity"):
   never run where its needs are not met (multicast is never turned on);
 - otherwise it is `verified` when the gold passes every kept node id in every run, and at least
   one node id fails at the setup state and passes with the gold in every run (new_op, bug_fix,
-  feature). An optimization task is verified by its workload (the gold measurably faster than
-  the setup state); until it has one it stays `unverified: no workload`;
+  feature). An optimization task is verified by its workload (`workload_verdict`: the gold at
+  least `MIN_SPEEDUP` times faster than the setup state on the workload's metric, every call's
+  spreads apart (gold p75 < base p25), the gold at least `MIN_GOLD_US` in all, the base's
+  outputs within tolerance of the gold's); until it has one it stays `unverified: no workload`;
 - every other task is `unverified` with the reason: no test launches a target, a package the
   tests import is missing (named), the gold fails (which tests, which failure class), flaky
   tests, no fail-to-pass test.
@@ -24,6 +26,9 @@ from datetime import UTC, datetime
 
 from curation.model import Hardware, Task, TaskType, Verification, VerificationStatus
 from eval.model import Environment, FailureClass, RunResult
+from eval.workload_model import MIN_GOLD_US, WorkloadResult
+
+MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 
@@ -52,6 +57,32 @@ def environment_label(env: Environment) -> str:
     return f"{env.gpu}; torch {env.torch}; triton {env.triton}; packages {env.packages_sha[:12]}"
 
 
+def workload_verdict(result: WorkloadResult) -> tuple[bool, str]:
+    """Whether an optimization's workload shows the gold's gain, and the measured ratio."""
+    broken = [f"{c.label}: {c.error}" for c in result.calls if c.error]
+    if broken:
+        return False, f"workload failed ({broken[0][:200]})"
+    base, gold = result.base_total_ms, result.gold_total_ms
+    if not base or not gold:
+        return False, "workload: base or gold not timed"
+    ratio = base / gold
+    unit = "ms" if str(result.metric) == "cold_wall_time" else "ms kernel time"
+    measured = f"gold {gold:.4g} vs base {base:.4g} {unit}, {ratio:.2f}x"
+    mismatched = [c for c in result.calls if c.base_matches is False]
+    if mismatched:
+        return (
+            False,
+            f"workload: the base's outputs differ from the gold's ({mismatched[0].mismatch})",
+        )
+    if gold * 1e3 < MIN_GOLD_US:
+        return False, f"workload too small: {measured} (the gold needs >= {MIN_GOLD_US:.0f} us)"
+    if ratio < MIN_SPEEDUP:
+        return False, f"gold not faster enough on the workload: {measured} (needs {MIN_SPEEDUP}x)"
+    if not result.separated:
+        return False, f"workload spreads overlap: {measured} (gold p75 >= base p25 on a size)"
+    return True, f"workload ({result.metric}, {len(result.calls)} sizes): {measured}"
+
+
 def decide(
     task: Task,
     node_ids: Sequence[str],
@@ -59,6 +90,7 @@ def decide(
     gold: Sequence[RunResult],
     env: Environment,
     selection: RunResult | None = None,
+    workload: WorkloadResult | None = None,
 ) -> tuple[Verification, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(verdict, fail_to_pass, pass_to_pass, flaky) over the kept node ids."""
     when = datetime.now(UTC).isoformat(timespec="seconds")
@@ -111,8 +143,13 @@ def decide(
                 why = f"every kept test is flaky ({len(flaky)})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
     if task.task_type.type is TaskType.OPTIMIZATION:
-        why = "optimization: no workload measured yet (the gold must be faster on a workload)"
-        return verdict(VerificationStatus.UNVERIFIED, why), *lists
+        if workload is None:
+            why = "optimization: no workload measured yet (the gold must be faster on a workload)"
+            return verdict(VerificationStatus.UNVERIFIED, why), *lists
+        ok, why = workload_verdict(workload)
+        why = f"{len(p2p) + len(f2p)} tests pass with the gold; {why}"
+        status = VerificationStatus.VERIFIED if ok else VerificationStatus.UNVERIFIED
+        return verdict(status, why), *lists
     if not f2p:
         why = f"{task.task_type.type}: no test fails at the setup state and passes with the gold"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists

@@ -53,17 +53,48 @@ def _scalar(v: Any) -> Any:
     return str(v)
 
 
+_STATS_LIMIT = 1 << 24  # integer tensors up to this many elements get value statistics
+
+
+def _int_stats(t: Any) -> dict[str, Any] | None:
+    """What a workload needs to rebuild an index tensor validly at a larger size: its range,
+    the fraction of negative entries (ignore_index) and whether it is sorted (offsets)."""
+    if t.is_floating_point() or t.is_complex() or str(t.dtype) == "torch.bool":
+        return None
+    if t.numel() == 0 or t.numel() > _STATS_LIMIT:
+        return None
+    flat = t.detach().reshape(-1).long()
+    stats = {
+        "min": int(flat.min()),
+        "max": int(flat.max()),
+        "negative": round(float((flat < 0).float().mean()), 4),
+        "monotone": bool(flat.numel() < 2 or bool((flat[1:] >= flat[:-1]).all())),
+    }
+    if t.dim() == 2 and t.shape[1] > 1:  # top-k rows: are the entries of a row distinct?
+        rows = t.detach().long().sort(dim=1).values
+        stats["row_distinct"] = bool((rows[:, 1:] != rows[:, :-1]).all())
+    return stats
+
+
 def _describe(v: Any) -> Any:
-    """JSON form of one argument: tensors by layout, scalars by value."""
+    """JSON form of one argument: tensors by layout (integer ones with value statistics),
+    scalars by value."""
     if _is_wrapper(v):
         return {**_describe(v.base), "dtype": str(v.dtype), "reinterpreted": True}
     if _is_tensor(v):
-        return {
+        out: dict[str, Any] = {
             "shape": list(v.shape),
             "dtype": str(v.dtype),
             "stride": list(v.stride()),
             "device": str(v.device),
         }
+        try:
+            stats = _int_stats(v)
+        except Exception:  # a statistic must never break the test that launched the kernel
+            stats = None
+        if stats is not None:
+            out["int_stats"] = stats
+        return out
     if isinstance(v, tuple | list):
         return [_describe(x) for x in v]
     if v is None or isinstance(v, bool | int | float | str):
@@ -267,6 +298,7 @@ class LaunchCapturer:
                 self.note(f"{name}: a launch over the snapshot limit was not copied")
         record = {
             "grid": list(resolved),
+            "params": list(sig.parameters)[: len(args)],  # the names of the positional args
             "args": [_describe(a) for a in args],
             "kwargs": {k: _describe(v) for k, v in kwargs.items()},
             "constexprs": {n: _scalar(named[n]) for n in sorted(constexprs) if n in named},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 REFERENCE_SCHEMA_VERSION = 1
 
@@ -55,6 +56,9 @@ class KernelTiming:
     shapes: str = ""  # the captured launch: shapes, dtypes and constexprs
     written: tuple[str, ...] = ()  # tensor arguments whose contents a launch changed
     nodes: tuple[str, ...] = ()  # the test node ids that launched it
+    # the largest captured launch (`eval.launch_capture`: grid, params, args with shapes,
+    # dtypes, strides and integer statistics, constexprs): the workload's scaled test call
+    launch: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,27 @@ def perf_score(
     return PerfScore(speedup, pmr, fast_1, fast_gold, gain_met)
 
 
+H200_BYTES_PER_S = 4.3e12  # eval.workload_model's peaks (kept here: this module imports nothing)
+H200_BF16_FLOPS = 790e12
+
+
+def efficiency(bytes_moved: int, flops: int, ms: float | None) -> float | None:
+    """Achieved fraction of the H200's measured peak: bytes/s over 4.3 TB/s or FLOP/s over
+    790 TFLOP/s (bf16), whichever is larger; None without a time or a size."""
+    if not ms or ms <= 0 or not (bytes_moved or flops):
+        return None
+    s = ms / 1e3
+    return max(bytes_moved / s / H200_BYTES_PER_S, flops / s / H200_BF16_FLOPS)
+
+
+def completes_optimization(
+    correct: bool, t_base: float | None, t_gold: float | None, t_pred: float | None
+) -> bool:
+    """The completion rule of an optimization task: correct and
+    T_pred <= T_base / (1 + (S_gold - 1) / 2), S_gold = T_base / T_gold."""
+    return perf_score(correct, t_base, t_gold, t_pred).gain_met
+
+
 def geomean(xs: Sequence[float]) -> float | None:
     xs = [x for x in xs if x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None

@@ -154,6 +154,7 @@ def timings_from_report(data: Mapping[str, Any]) -> dict[str, KernelTiming]:
             shapes=k.get("shapes") or "",
             written=tuple(k.get("written") or ()),
             nodes=tuple(k.get("launched_by") or ()),
+            launch=(k.get("launches") or [None])[0],
         )
     return out
 

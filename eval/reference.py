@@ -33,6 +33,7 @@ from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
 from eval.gate import decide, environment_label, hardware_gap
 from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
+from eval.workload_model import WorkloadResult
 
 
 def environment(python: str | None = None) -> Environment:
@@ -247,7 +248,8 @@ def run_reference(
                 results.append(backend.run(task, tdir, variant, run_dir, i))
     base = [r for r in results if r.variant is Variant.BASE]
     gold = [r for r in results if r.variant is Variant.GOLD]
-    verdict, f2p, p2p, flaky = decide(task, node_ids, base, gold, env, selection)
+    workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
+    verdict, f2p, p2p, flaky = decide(task, node_ids, base, gold, env, selection, workload)
     ref = Reference(
         task_id=task.task_id,
         environment=env,
@@ -269,7 +271,9 @@ def run_reference(
     return ref
 
 
-def rejudge(task: Task, ref: Reference) -> tuple[Reference, Verification | None]:
+def rejudge(
+    task: Task, ref: Reference, workload: WorkloadResult | None = None
+) -> tuple[Reference, Verification | None]:
     """Recompute the lists and the verdict from the stored runs (no rerun: judging rules may
     change after an expensive GPU session). References of runs before node-id selection are
     judged by the old rule and get no verdict."""
@@ -281,7 +285,7 @@ def rejudge(task: Task, ref: Reference) -> tuple[Reference, Verification | None]
                       validity_note=note)  # fmt: skip
         return new, None
     verdict, f2p, p2p, flaky = decide(task, ref.node_ids, base, gold, ref.environment,
-                                      ref.selection)  # fmt: skip
+                                      ref.selection, workload)  # fmt: skip
     verdict = replace(verdict, checked_at=task.verification.checked_at or verdict.checked_at)
     new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky,
                   valid=verdict.status is VerificationStatus.VERIFIED,

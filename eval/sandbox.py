@@ -423,15 +423,19 @@ def run_script(
     extra_env: Mapping[str, str] | None = None,
     readonly: Sequence[Path] = (),
     writable: Sequence[Path] = (),
+    sandboxed: bool = True,
 ) -> ScriptRun:
     """Run the Python `script` in the sandbox with `workdir` as its writable working directory
     and read back `workdir/output` (the workload check's entry point: the script loads the
     prediction from the tree, runs it on the task's inputs and writes its outputs there).
-    `readonly` and `writable`: more host paths to show (inputs, a Triton cache)."""
-    policy = policy or SandboxPolicy()
+    `readonly` and `writable`: more host paths to show (inputs, a Triton cache).
+    `sandboxed=False` runs it directly (trusted base and gold code only, as `--no-sandbox`)."""
+    policy = (policy or SandboxPolicy()) if sandboxed else None
     out = workdir / output
     out.unlink(missing_ok=True)
     env = run_environment(os.environ, {"PYTHONPATH": str(workdir), **(extra_env or {})})
+    if policy is None:  # unsandboxed: HOME and TMPDIR stay the harness's
+        env = {**env, **{k: os.environ[k] for k in ("HOME", "TMPDIR") if k in os.environ}}
     mounts = Mounts(workdir, writable=tuple(writable), readonly=(script, *readonly))
     logfile = workdir.parent / f".{workdir.name}.script.log"
     t0 = time.perf_counter()

@@ -41,6 +41,7 @@ from core.files import (
     jsonl_line,
     output_lock,
     read_jsonl,
+    read_record,
     write_atomic,
     write_json,
 )
@@ -50,8 +51,10 @@ from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
 from eval.model import FailureClass, Reference, RunResult, Variant
 from eval.perf_scores import PerfScore, perf_score
+from eval.perf_scores import efficiency as perf_efficiency
 from eval.perf_scores import summarize as summarize_perf
 from eval.source_scan import added_lines, forbidden
+from eval.workload_model import WorkloadResult
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,8 @@ class TaskScore:
     fast_gold: bool = False  # correct and at least as fast as the gold
     optimization: bool = False  # completed only with half of the gold's gain (gain_met)
     gain_met: bool = False
+    workload: bool = False  # the times are the workload's (eval workload --predictions)
+    efficiency: float | None = None  # the prediction's fraction of the H200 peak on it
 
 
 @dataclass
@@ -112,6 +117,7 @@ class Report:
     speedup_geomean: float | None = None  # T_base/T_pred over correct, timed predictions
     pmr_geomean: float | None = None  # T_gold/T_pred over the same
     timed: int = 0  # how many those are
+    efficiency_mean: float | None = None  # over the tasks timed on a workload
 
 
 def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
@@ -226,6 +232,14 @@ def score_task(
         t_base = t_pred
     if t_base is None and ref is not None:
         t_base = ref.base.isolated_ms or ref.base.kernel_ms
+    efficiency = None
+    wl = workload_times(run_root, task.task_id)
+    if wl is not None:  # the workload's times replace the tests' tiny shapes
+        t_base, t_gold, t_pred = wl.base_total_ms, wl.gold_total_ms, wl.prediction_total_ms
+        if any(c.prediction_matches is False for c in wl.calls):
+            flags.append("workload_outputs_differ")
+        moved = sum(c.bytes_moved for c in wl.calls)
+        efficiency = perf_efficiency(moved, 0, t_pred)
     perf = perf_score(exec_ok and not flags, t_base, t_gold, t_pred)
     passed = exec_ok and not flags and (perf.gain_met if optimization else True)
     return TaskScore(
@@ -251,7 +265,19 @@ def score_task(
         fast_gold=perf.fast_gold,
         optimization=optimization,
         gain_met=perf.gain_met,
+        workload=wl is not None,
+        efficiency=efficiency,
     )
+
+
+def workload_times(run_root: Path, task_id: str) -> WorkloadResult | None:
+    """The workload measurement of this scoring run's prediction (`eval workload
+    --predictions ... --out RUN`), when one with a timed prediction exists."""
+    path = run_root / task_id / "workload_result.json"
+    if not path.exists():
+        return None
+    result = read_record(WorkloadResult, path)
+    return result if result.prediction_total_ms is not None else None
 
 
 def _gain_note(perf: PerfScore, t_base: float | None, t_gold: float | None) -> str:
@@ -322,6 +348,11 @@ def aggregate(scores: Sequence[TaskScore]) -> Report:
         speedup_geomean=perf.speedup_geomean,
         pmr_geomean=perf.pmr_geomean,
         timed=perf.timed,
+        efficiency_mean=(
+            statistics.mean(effs)
+            if (effs := [s.efficiency for s in scores if s.efficiency is not None])
+            else None
+        ),
     )
 
 
@@ -403,7 +434,11 @@ def render_markdown(scores: Sequence[TaskScore], report: Report) -> str:
         f"{f(report.speedup_geomean)}; PMR geomean {f(report.pmr_geomean)}",
         f"- fast_1 (correct, not slower than the base): {report.fast_1:.3f}; fast_gold (correct, "
         f"as fast as the gold): {report.fast_gold:.3f}",
-        "- an optimization task is completed only with at least half of the gold's speed-up",
+        "- an optimization task is completed only with at least half of the gold's speed-up "
+        "(T_pred <= T_base / (1 + (T_base/T_gold - 1) / 2)); a do-nothing prediction completes "
+        "none",
+        f"- efficiency (fraction of the H200 peak on the workload, mean): "
+        f"{f(report.efficiency_mean)}",
         f"- flagged (not credited): {report.flagged}; failures: {report.failures}",
         "",
         "| task | passed | failure | flags | T_gold ms | T_pred ms | PMR | e2e base s | "

@@ -85,6 +85,23 @@ def bench(
     flush_l2: bool = True,
 ) -> BenchResult:
     """Time `fn(i)` (which launches work on input set `i`) on the current CUDA device."""
+    times = bench_times(fn, n_inputs=n_inputs, warmup_ms=warmup_ms, rep_ms=rep_ms,
+                        min_reps=min_reps, max_reps=max_reps, flush_l2=flush_l2)  # fmt: skip
+    return summarize(times)
+
+
+def bench_times(
+    fn: Callable[[int], object],
+    *,
+    n_inputs: int = 1,
+    warmup_ms: float = 25,
+    rep_ms: float = 100,
+    min_reps: int = 10,
+    max_reps: int = 1000,
+    flush_l2: bool = True,
+) -> list[float]:
+    """The repetition times (ms) of `fn(i)` by `bench`'s rules, unsummarized (a caller that
+    pools the repetitions of several alternating rounds takes the quantiles itself)."""
     if n_inputs < 1 or min_reps < 1 or max_reps < min_reps:
         raise TimingError(
             f"need n_inputs >= 1 and 1 <= min_reps <= max_reps "
@@ -128,9 +145,9 @@ def bench(
     estimate = max(statistics.median(timed(_ESTIMATE_CALLS)), 1e-4)
     timed(_clamp(math.ceil(warmup_ms / estimate) - _ESTIMATE_CALLS, 0, max_reps))
     reps = _clamp(math.ceil(rep_ms / estimate), min_reps, max_reps)
-    result = summarize(timed(reps))
+    times = timed(reps)
     torch.cuda.synchronize()
-    return result
+    return times
 
 
 def _clamp(n: int, lo: int, hi: int) -> int:

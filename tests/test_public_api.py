@@ -12,7 +12,8 @@ MODULES = (
     "core", "core.records", "core.files", "core.frameworks", "mining", "mining.crawl",
     "curation", "curation.curate", "curation.check", "envbuild",
     "envbuild.__main__", "eval", "eval.__main__", "eval.session", "eval.pytest_plugin", "benchmark",
-    "benchmark.__main__", "benchmark.schema",
+    "benchmark.__main__", "benchmark.schema", "eval.workload_cli", "eval.workload_plan",
+    "eval.workload_run", "eval.gate",
 )  # fmt: skip
 
 
@@ -31,7 +32,8 @@ def test_every_command_explains_itself() -> None:
     commands = [
         ["mining.crawl"], ["curation.curate"], ["curation.check"], ["curation.review"],
         ["envbuild"], ["eval"], ["eval", "reference"], ["eval", "score"], ["eval", "bundle"],
-        ["eval", "rejudge"], ["eval", "oracle"], ["envbuild.wheelhouse"], ["benchmark"],
+        ["eval", "rejudge"], ["eval", "oracle"], ["eval", "workload"], ["envbuild.wheelhouse"],
+        ["benchmark"],
         ["benchmark", "build"], ["benchmark", "push"], ["benchmark", "regenerate"],
     ]  # fmt: skip
     for cmd in commands:

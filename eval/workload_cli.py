@@ -1,0 +1,247 @@
+"""`python -m eval workload`: plan workloads, time them, record the optimization gate's verdict.
+
+Reads: task directories, the frameworks' repositories (`--repo-path`), predictions.jsonl
+(`--predictions`). Writes: `workload.json` per planned task, `workload_result.json` per
+measured task (in the task directory; under `--out/<task_id>/` with predictions), the verdict
+in task.json when the task has a reference run, `--out/workload_summary.json`.
+Resumable: a task with a result is skipped unless `--force`; without CUDA the measurement is
+skipped with one line (the plan is still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from core.errors import one_line
+from core.files import output_lock, write_json
+from core.records import from_args
+from curation.model import TaskType
+from curation.taskdir import TaskDir, TaskFile
+from eval.errors import EvalError
+from eval.workload_model import Workload, WorkloadResult
+
+
+def _scope(tdir: TaskDir, all_types: bool) -> str:
+    """Why a task gets no workload ("" when it gets one)."""
+    task = tdir.load_task()
+    if not all_types and task.task_type.type is not TaskType.OPTIMIZATION:
+        return "not an optimization"
+    if not task.requires.single_nvidia_gpu:
+        return f"out of scope ({task.requires.vendor}, {task.requires.gpus} GPUs)"
+    return ""
+
+
+def plan_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> dict[str, Workload]:
+    """workload.json for every selected task (kept when present, unless --force)."""
+    from rich.progress import Progress
+
+    from eval.session import EvalSettings, stores
+    from eval.workload_run import GitTreeView, plan_task
+
+    repos = stores(from_args(EvalSettings, args))
+    plans: dict[str, Workload] = {}
+    with Progress(console=console) as bar:
+        job = bar.add_task("planning workloads", total=len(tdirs))
+        for tdir in tdirs:
+            bar.advance(job)
+            existing = tdir.load(TaskFile.WORKLOAD, Workload)
+            if existing is not None and not args.force:
+                plans[tdir.id] = existing
+                continue
+            task = tdir.load_task()
+            store = repos.get(task.framework)
+            if store is None:
+                bar.console.print(
+                    f"{tdir.id}: no repository for {task.framework} (--repo-path)", markup=False
+                )
+                continue
+            try:
+                plan = plan_task(task, tdir, GitTreeView(store, task.base_commit))
+            except (EvalError, OSError, ValueError) as exc:
+                bar.console.print(f"{tdir.id}: not planned: {one_line(exc)}", markup=False)
+                continue
+            tdir.store(TaskFile.WORKLOAD, plan)
+            plans[tdir.id] = plan
+    return plans
+
+
+def summary_table(plans: dict[str, Workload], skipped: dict[str, str]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"workloads of {len(plans)} tasks")
+    for col in (
+        "framework",
+        "tasks",
+        "benchmark_script",
+        "model_config",
+        "scaled_test_call",
+        "none",
+        "cold_wall_time",
+    ):
+        table.add_column(col)
+    by_fw: dict[str, Counter[str]] = {}
+    for tid, plan in plans.items():
+        c = by_fw.setdefault(tid.split("__", 1)[0], Counter())
+        c["tasks"] += 1
+        c[str(plan.calls[0].source) if plan.calls else "none"] += 1
+        c["cold_wall_time"] += plan.metric == "cold_wall_time"
+    for fw, c in sorted(by_fw.items()):
+        table.add_row(
+            fw,
+            *(
+                str(c[k])
+                for k in (
+                    "tasks",
+                    "benchmark_script",
+                    "model_config",
+                    "scaled_test_call",
+                    "none",
+                    "cold_wall_time",
+                )
+            ),
+        )
+    return table
+
+
+def why_none(plans: dict[str, Workload]) -> Counter[str]:
+    """The reasons of the tasks that got no call, by the last source's note."""
+    out: Counter[str] = Counter()
+    for plan in plans.values():
+        if not plan.calls:
+            last = plan.tried[-1] if plan.tried else plan.why
+            out[last.split(":", 1)[0] + ":" + last.split(":", 1)[-1].split("(")[0][:70]] += 1
+    return out
+
+
+def run_workload_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from eval.session import EvalSettings, select_tasks
+
+    console = Console(stderr=True)
+    settings = from_args(EvalSettings, args)
+    skipped: dict[str, str] = {}
+    tdirs = []
+    for t in select_tasks(settings):
+        why = _scope(t, args.all_types)
+        if why:
+            skipped[t.id] = why
+        else:
+            tdirs.append(t)
+    if not tdirs:
+        raise EvalError(
+            f"no task to plan under {args.tasks} ({len(skipped)} skipped: "
+            f"{Counter(skipped.values()).most_common(2)})"
+        )
+    plans = plan_all(args, tdirs, console)
+    Console().print(summary_table(plans, skipped))
+    for reason, n in why_none(plans).most_common():
+        print(f"  no workload ({n}): {reason}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(
+        args.out / "workload_summary.json",
+        {
+            "planned": {tid: [str(c.source) for c in p.calls] for tid, p in plans.items()},
+            "none": {tid: p.why for tid, p in plans.items() if not p.calls},
+            "skipped": skipped,
+        },
+    )
+    if args.plan_only:
+        return 0
+    from eval.timing import cuda_available
+
+    if not cuda_available():
+        print(
+            "workload timing skipped: no CUDA device here (the plans are written; run "
+            "without --plan-only on a GPU machine)",
+            file=sys.stderr,
+        )
+        return 0
+    return measure_all(args, [t for t in tdirs if t.id in plans and plans[t.id].calls], console)
+
+
+def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> int:
+    from rich.progress import Progress
+
+    from eval.reference import environment, rejudge
+    from eval.score import load_predictions
+    from eval.session import EvalSettings, scratch_dir, stores
+    from eval.workload_run import MeasureSettings, measure_task, write_result
+
+    preds = load_predictions(args.predictions) if args.predictions else {}
+    repos = stores(from_args(EvalSettings, args))
+    env = environment()
+    label = f"{env.gpu}; torch {env.torch}; triton {env.triton}"
+    settings = MeasureSettings(
+        rounds=args.rounds,
+        timeout_s=args.timeout,
+        trusted_unsandboxed=args.no_sandbox,
+        triton_cache=args.triton_cache,
+    )
+    end = time.monotonic() + args.deadline if args.deadline else None
+    done = failed = 0
+    with output_lock(args.out), scratch_dir(args.scratch) as tmp, Progress(console=console) as bar:
+        job = bar.add_task("timing workloads", total=len(tdirs))
+        for tdir in tdirs:
+            bar.advance(job)
+            out = (
+                args.out / tdir.id / "workload_result.json"
+                if preds
+                else tdir.path(TaskFile.WORKLOAD_RESULT)
+            )
+            if preds and tdir.id not in preds:
+                continue
+            if out.exists() and not args.force:
+                continue
+            if end is not None and time.monotonic() > end:
+                bar.console.print("deadline passed: the remaining tasks are not started")
+                break
+            task = tdir.load_task()
+            try:
+                result = measure_task(
+                    task,
+                    tdir,
+                    repos[task.framework],
+                    Path(tmp),
+                    settings,
+                    preds.get(tdir.id),
+                    label,
+                )
+            except Exception as exc:  # one broken task must not stop the others
+                failed += 1
+                bar.console.print(f"{tdir.id}: not measured: {one_line(exc)}", markup=False)
+                continue
+            write_result(out, result)
+            done += 1
+            line = (
+                f"{tdir.id}: base {result.base_total_ms} ms, gold {result.gold_total_ms} ms, "
+                f"speedup {result.speedup}"
+            )
+            if not preds:
+                line += _record_verdict(tdir, result, rejudge)
+            bar.console.print(line, markup=False)
+    print(f"{done} workloads measured, {failed} failed")
+    return 1 if failed and not done else 0
+
+
+def _record_verdict(tdir: TaskDir, result: WorkloadResult, rejudge: Any) -> str:
+    """The gate's verdict with the new workload, when the task has reference runs."""
+    from eval.model import Reference
+
+    ref = tdir.load(TaskFile.REFERENCE, Reference)
+    if ref is None or not ref.node_ids:
+        from eval.gate import workload_verdict
+
+        ok, why = workload_verdict(result)
+        return f"; workload {'passes' if ok else 'fails'} the gate ({why}); no reference run"
+    new, verdict = rejudge(tdir.load_task(), ref, result)
+    tdir.store(TaskFile.REFERENCE, new)
+    if verdict is not None:
+        tdir.record_verification(verdict, ref.node_ids)
+        return f"; {verdict.status}: {verdict.reason}"
+    return ""

@@ -1,0 +1,208 @@
+"""The workload harness: runs in its own process (sandboxed for predictions), inside one
+variant's source tree, and times the workload's calls there.
+
+    python eval/workload_harness.py [JOB.json]   (default: .tpb_workload_job.json in the cwd)
+
+Reads: the job (the workload's calls as JSON, the seed, the metric, where to write), the
+variant's tree (imported from the working directory). Writes, in the working directory: the
+result file the job names (per call: repetition times in ms, or the error's last line) and,
+when asked, each call's outputs (`torch.save` of {path: tensor}) for the trusted harness to
+compare. Imports from the project only `eval.timing` and `eval.workload_inputs`, before the
+variant's tree is put on the path.
+
+Rules: every call's inputs come from `seed + call index` on one generator, so base, gold and
+prediction get the same tensors; FULL calls run backward of every floating output with a
+seeded upstream gradient, and their outputs include the inputs' gradients. `kernel_time`
+times each call with `eval.timing.bench_times` (warm-up, L2 flushed, >= `rep_ms` of work);
+`cold_wall_time` times each call once from a process whose Triton cache the caller emptied,
+compilation and autotuning included. Without CUDA (tests, TRITON_INTERPRET=1) the job must
+say `cpu_ok` and times are host wall times.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+_PROJECT = str(Path(__file__).resolve().parents[1])
+
+
+def _load_project() -> tuple[Any, Any]:
+    sys.path.insert(0, _PROJECT)
+    try:
+        from eval import timing, workload_inputs
+    finally:
+        sys.path.remove(_PROJECT)
+    return timing, workload_inputs
+
+
+def _resolve(entry: dict[str, Any]) -> Any:
+    obj: Any = importlib.import_module(entry["module"])
+    for part in entry["name"].split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Call:
+    """One workload call made runnable: inputs built, the entry resolved."""
+
+    def __init__(
+        self, torch: Any, inputs: Any, spec: dict[str, Any], seed: int, device: Any, n_inputs: int
+    ) -> None:
+        self.torch = torch
+        self.spec = spec
+        self.device = device
+        self.entry = spec["entry"]
+        self.target = _resolve(self.entry)
+        kind = self.entry.get("kind", "function")
+        if kind == "module":
+            mod = self.target(**self.entry.get("init", {}))
+            self.fn = mod.to(device) if hasattr(mod, "to") else mod
+        elif kind == "kernel":
+            self.fn = self.target[tuple(spec.get("grid") or (1,))]
+        elif self.entry.get("method"):
+            self.fn = getattr(self.target, self.entry["method"])
+        else:
+            self.fn = self.target
+        self.sets = []
+        for i in range(n_inputs):
+            gen = torch.Generator(device=device)
+            gen.manual_seed(seed * 1000 + i)
+            pos, kw = [], {}
+            for a in spec["args"]:
+                v = inputs.make_tensor(torch, a, gen, device) if a["tensor"] else _value(torch, a)
+                if a.get("keyword"):
+                    kw[a["name"]] = v
+                else:
+                    pos.append(v)
+            self.sets.append((pos, kw, gen))
+        self.full = spec.get("mode") == "full"
+
+    def __call__(self, i: int = 0) -> Any:
+        pos, kw, gen = self.sets[i]
+        if self.full:
+            for t in [*pos, *kw.values()]:
+                if getattr(t, "grad", None) is not None:
+                    t.grad = None
+        out = self.fn(*pos, **kw)
+        if self.entry.get("kind") == "kernel":
+            out = [*pos, *kw.values()]  # a kernel's outputs are the arguments it writes
+        if self.full:
+            self._backward(out, gen)
+        return out
+
+    def _backward(self, out: Any, gen: Any) -> None:
+        torch = self.torch
+        outs = [t for t in _tensors(out) if t.requires_grad and t.is_floating_point()]
+        if not outs:
+            return
+        grads = [torch.randn(t.shape, generator=gen, device=t.device, dtype=t.dtype) for t in outs]
+        torch.autograd.backward(outs, grads)
+
+    def outputs(self, inputs: Any) -> dict[str, Any]:
+        out = dict(inputs.flatten(self(0)))
+        if self.full:
+            pos, kw, _ = self.sets[0]
+            for j, t in enumerate([*pos, *kw.values()]):
+                if getattr(t, "grad", None) is not None:
+                    out[f"grad[{j}]"] = t.grad
+        return {k: v.detach().cpu() for k, v in out.items()}
+
+
+def _value(torch: Any, a: dict[str, Any]) -> Any:
+    v = a.get("value")
+    if isinstance(v, dict) and "dtype" in v:
+        return getattr(torch, v["dtype"])
+    return v
+
+
+def _tensors(x: Any) -> list[Any]:
+    if hasattr(x, "requires_grad") and hasattr(x, "dtype"):
+        return [x]
+    if isinstance(x, tuple | list):
+        return [t for v in x for t in _tensors(v)]
+    return []
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    timing, inputs = _load_project()
+    import torch
+
+    for p in reversed(job.get("syspath") or []):
+        sys.path.insert(0, p)
+    cuda = torch.cuda.is_available()
+    if not cuda and not job.get("cpu_ok"):
+        return {"error": "no CUDA device: workload timing needs a GPU"}
+    device = torch.device("cuda" if cuda else "cpu")
+    out_dir = Path(job.get("outputs_dir") or ".")
+    results = []
+    for i, spec in enumerate(job["calls"]):
+        row: dict[str, Any] = {"label": spec["label"]}
+        try:
+            t0 = time.perf_counter()
+            big = sum(1 for a in spec["args"] if a["tensor"]) and spec.get("bytes_moved", 0) > 2**31
+            call = Call(
+                torch,
+                inputs,
+                spec,
+                int(job.get("seed", 0)) + i,
+                device,
+                1 if big or job["metric"] == "cold_wall_time" else 2,
+            )
+            if job.get("save_outputs") and job["metric"] != "cold_wall_time":
+                # before any timing: a kernel that accumulates into its arguments would give
+                # outputs that depend on how many repetitions ran
+                torch.save(call.outputs(inputs), out_dir / f"outputs-{i}.pt")
+                row["outputs"] = f"outputs-{i}.pt"
+            if job["metric"] == "cold_wall_time":
+                if cuda:
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                call(0)
+                if cuda:
+                    torch.cuda.synchronize()
+                row["times_ms"] = [(time.perf_counter() - t0) * 1e3]
+                if job.get("save_outputs"):
+                    torch.save(call.outputs(inputs), out_dir / f"outputs-{i}.pt")
+                    row["outputs"] = f"outputs-{i}.pt"
+            elif cuda:
+                row["times_ms"] = timing.bench_times(
+                    call, n_inputs=len(call.sets), rep_ms=float(job.get("rep_ms", 100))
+                )
+            else:
+                call(0)
+                times = []
+                for r in range(int(job.get("cpu_reps", 3))):
+                    t0 = time.perf_counter()
+                    call(r % len(call.sets))
+                    times.append((time.perf_counter() - t0) * 1e3)
+                row["times_ms"] = times
+            del call
+        except Exception as exc:
+            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            row["error"] = last[:400]
+        results.append(row)
+        if cuda:
+            torch.cuda.empty_cache()
+    return {"calls": results}
+
+
+def main() -> int:
+    # `eval.sandbox.run_script` starts the script with no argument: the job lies in the tree
+    job_path = Path(sys.argv[1] if len(sys.argv) > 1 else ".tpb_workload_job.json")
+    job = json.loads(job_path.read_text())
+    result = run(job)
+    tmp = Path(job["result"] + ".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, job["result"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

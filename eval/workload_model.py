@@ -1,0 +1,153 @@
+"""Value objects of a task's workload (`workload.json`) and of its measurement
+(`workload_result.json`), with the hardware peaks that turn sizes into time estimates.
+
+A workload is a list of calls of the task's launch wrapper (or its kernel, when it has none) at
+realistic sizes. Each call says where its sizes come from (`Source`), which size it stands for
+(`SizeLabel`), how each argument is built (`ArgSpec`: shape, dtype, strides and the input rule
+of `eval.workload_inputs`), and how its outputs are compared with the gold's. The workload says
+which metric it measures (`Metric`): the kernel time, or, for PRs about compilation, autotuning
+and launch overhead, the cold wall time of the whole call sequence with an empty Triton cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+WORKLOAD_SCHEMA_VERSION = 1
+
+# The H200 as measured on the lent machine (docs/workloads.md): copy bandwidth and bf16 dense
+# matrix throughput. Estimates and efficiencies are fractions of these.
+H200_BYTES_PER_S = 4.3e12
+H200_BF16_FLOPS = 790e12
+MIN_GOLD_US = 100.0  # below this a kernel's time is mostly launch overhead
+
+
+class Source(StrEnum):
+    """Where a call's sizes come from, in the order the planner tries them."""
+
+    BENCHMARK_SCRIPT = "benchmark_script"  # the repository's own benchmark of the wrapper
+    MODEL_CONFIG = "model_config"  # a model configuration of the repository
+    SCALED_TEST_CALL = "scaled_test_call"  # the captured test launch, scaled up
+
+
+class SizeLabel(StrEnum):
+    SMALL = "small"
+    TYPICAL = "typical"
+    LARGE = "large"
+
+
+class Metric(StrEnum):
+    KERNEL_TIME = "kernel_time"  # CUDA-event time of one call, warm, L2 flushed
+    COLD_WALL_TIME = "cold_wall_time"  # wall time of the call sequence, Triton cache emptied
+
+
+class EntryKind(StrEnum):
+    FUNCTION = "function"  # `module.name(*args)` (a wrapper, or `Cls.apply` with method)
+    MODULE = "module"  # `module.name(**init)` constructed once, then called with the args
+    KERNEL = "kernel"  # `module.name[grid](*args, **constexprs)`: a kernel without a wrapper
+
+
+class Mode(StrEnum):
+    FORWARD = "forward"  # the call only
+    FULL = "full"  # the call, then backward of its output (the PR changes a backward kernel)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the harness calls: `name` imported from `module` of the variant's tree."""
+
+    module: str
+    name: str
+    kind: EntryKind = EntryKind.FUNCTION
+    method: str = ""  # e.g. "apply" for an autograd Function
+    init: dict[str, Any] = field(default_factory=dict)  # constructor keywords (MODULE)
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument of a call: a tensor built by `rule`, or a plain value."""
+
+    name: str
+    tensor: bool
+    shape: tuple[int, ...] = ()
+    dtype: str = ""  # torch dtype name without the prefix: bfloat16, int64, ...
+    stride: tuple[int, ...] | None = None  # None: contiguous
+    rule: str = "normal"  # eval.workload_inputs.RULES
+    params: dict[str, Any] = field(default_factory=dict)  # the rule's parameters (high, ...)
+    value: Any = None  # the value of a non-tensor argument
+    keyword: bool = False  # passed by name
+    grad: bool = False  # requires_grad (FULL mode: a float input whose gradient is compared)
+
+
+@dataclass(frozen=True)
+class WorkloadCall:
+    label: SizeLabel
+    source: Source
+    evidence: str  # file:line (or the capture) the sizes come from
+    entry: Entry
+    args: tuple[ArgSpec, ...]
+    dims: dict[str, int] = field(default_factory=dict)  # the named sizes of this call
+    mode: Mode = Mode.FORWARD
+    grid: tuple[int, ...] = ()  # KERNEL entries only
+    bytes_moved: int = 0  # tensor bytes read and written once (estimate)
+    flops: int = 0  # 0 when not a matrix product
+    estimate_us: float = 0.0  # bytes at the H200's copy bandwidth (FLOPs at its bf16 peak)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """`workload.json`: the task's calls at realistic sizes (empty, with `why`, when none)."""
+
+    task_id: str
+    metric: Metric
+    metric_evidence: str  # the words of the PR that chose the metric
+    calls: tuple[WorkloadCall, ...]
+    why: str = ""  # why no source gave a call
+    tried: tuple[str, ...] = ()  # each source and what it found
+    schema_version: int = WORKLOAD_SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Times of one variant on one call (ms); cold wall times for COLD_WALL_TIME."""
+
+    median_ms: float
+    p25_ms: float
+    p75_ms: float
+    reps: int
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """Base, gold (and a prediction) on one workload call."""
+
+    label: SizeLabel
+    base: Timing | None
+    gold: Timing | None
+    prediction: Timing | None = None
+    base_matches: bool | None = None  # outputs within the dtype tolerance of the gold's
+    prediction_matches: bool | None = None
+    mismatch: str = ""  # the first output that differs, and by how much
+    bytes_moved: int = 0
+    flops: int = 0
+    gold_efficiency: float | None = None  # achieved fraction of the H200 peak (bytes or FLOPs)
+    error: str = ""  # a variant that failed on this call: which, and its last line
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    """`workload_result.json`: one measurement of the workload."""
+
+    task_id: str
+    metric: Metric
+    calls: tuple[CallResult, ...]
+    environment: str  # GPU, torch, triton
+    measured_at: str
+    base_total_ms: float | None = None  # sum over calls of the medians
+    gold_total_ms: float | None = None
+    prediction_total_ms: float | None = None
+    speedup: float | None = None  # base / gold on the totals
+    separated: bool = False  # every call: gold p75 < base p25
+    schema_version: int = WORKLOAD_SCHEMA_VERSION

@@ -1,0 +1,509 @@
+"""Plan a task's workload: which calls, at which sizes, measured how (`workload.json`).
+
+Reads: the task record, the repository's files at the base commit (through a `TreeView`), and
+the largest launch of a target kernel that the tests captured (`reference.json`, when the task
+has one). Writes nothing; `eval.workload_run` stores the plan.
+
+Sources, in this order (the first that gives a call decides the sizes):
+1. `benchmark_script`: the repository's own benchmark of the wrapper (`eval.workload_scripts`);
+2. `model_config`: the model configurations in the repository (hidden size, heads, head dim,
+   vocabulary, experts, top-k) put into the captured launch through the kernel's scalar
+   parameters of those names, then scaled along its token dimension as in 3;
+3. `scaled_test_call`: the captured launch scaled along its token dimension (the leading
+   dimension of its largest tensor) until the gold's estimated time reaches `MIN_GOLD_US`.
+Sizes are labelled small, typical and large. The metric is the kernel time, or the cold wall
+time of the call sequence when the PR is about compilation, autotuning or launch overhead
+(its title and body, or a kernel parameter that stops being `tl.constexpr`).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from curation.model import TargetRole, Task
+from eval.workload_inputs import dtype_kind, rule_for
+from eval.workload_model import (
+    H200_BYTES_PER_S,
+    MIN_GOLD_US,
+    ArgSpec,
+    Entry,
+    EntryKind,
+    Metric,
+    Mode,
+    SizeLabel,
+    Source,
+    Workload,
+    WorkloadCall,
+)
+from eval.workload_scripts import (
+    Unknown,
+    dims_of,
+    evaluate,
+    find_calls,
+    is_benchmark_script,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_CALL_BYTES = 16 * 2**30  # a call's tensors must fit the H200 with room to spare
+LABELS = (SizeLabel.SMALL, SizeLabel.TYPICAL, SizeLabel.LARGE)
+_ITEMSIZE = {
+    "float64": 8,
+    "int64": 8,
+    "uint64": 8,
+    "float32": 4,
+    "int32": 4,
+    "uint32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int16": 2,
+    "uint16": 2,
+}
+
+
+class TreeView(Protocol):
+    """The repository's files at one commit."""
+
+    def paths(self) -> list[str]: ...
+
+    def read(self, paths: Sequence[str]) -> dict[str, str]: ...
+
+
+def module_of(path: str) -> str:
+    """`src/liger_kernel/ops/x.py` -> `liger_kernel.ops.x` (a `src/` layout is stripped)."""
+    stem = path.removesuffix(".py").removeprefix("src/")
+    return stem.replace("/", ".").removesuffix(".__init__")
+
+
+# --- the metric --------------------------------------------------------------------------------
+
+_COLD_WORDS = re.compile(
+    r"re-?compil\w*|compilation|compile[- ]time|jit overhead|launch overhead|cuda[ -]?graph\w*"
+    r"|autotun\w* (overhead|time|cost)|(avoid|skip|reduce|cache|fewer)\w*\b.{0,30}autotun\w*",
+    re.I,
+)
+_CONSTEXPR_PARAM = re.compile(r"(\w+)\s*:\s*tl\.constexpr")
+
+
+def choose_metric(task: Task) -> tuple[Metric, str]:
+    """COLD_WALL_TIME for a PR about compilation, autotuning or launch overhead (the words of
+    its title and body, or a kernel parameter that loses `tl.constexpr`), else KERNEL_TIME."""
+    m = _COLD_WORDS.search(f"{task.title}\n{task.body}")
+    if m:
+        return Metric.COLD_WALL_TIME, f"the PR text says {m.group(0)!r}"
+    for k in task.kernels:
+        before = set(_CONSTEXPR_PARAM.findall(k.signature_before or ""))
+        after = set(_CONSTEXPR_PARAM.findall(k.signature_after or ""))
+        lost = sorted(p for p in before - after if re.search(rf"\b{p}\b", k.signature_after or ""))
+        if lost:
+            return Metric.COLD_WALL_TIME, f"{k.name}: {', '.join(lost)} constexpr -> runtime"
+    return Metric.KERNEL_TIME, "default"
+
+
+def backward_task(task: Task) -> bool:
+    """The PR changes a backward kernel: the workload runs forward and backward."""
+    return any(re.search(r"bwd|backward|grad", k.name, re.I) for k in task.kernels)
+
+
+# --- estimates ---------------------------------------------------------------------------------
+
+
+def tensor_bytes(a: ArgSpec) -> int:
+    n = math.prod(a.shape) if a.shape else 1
+    return n * _ITEMSIZE.get(a.dtype, 1)
+
+
+def estimate(args: Iterable[ArgSpec], mode: Mode) -> tuple[int, float]:
+    """(bytes moved, µs at the H200's copy bandwidth): each tensor read once, the largest one
+    written once more (the output); forward and backward touch about three times as much."""
+    sizes = [tensor_bytes(a) for a in args if a.tensor]
+    moved = sum(sizes) + (max(sizes) if sizes else 0)
+    if mode is Mode.FULL:
+        moved *= 3
+    return moved, moved / H200_BYTES_PER_S * 1e6
+
+
+def _finish(call: WorkloadCall) -> WorkloadCall:
+    moved, us = estimate(call.args, call.mode)
+    return replace(call, bytes_moved=moved, estimate_us=round(us, 2))
+
+
+def pick_sizes(calls: Sequence[WorkloadCall]) -> tuple[WorkloadCall, ...]:
+    """Up to three calls, small / typical / large: those estimated at `MIN_GOLD_US` or more
+    when there are any (smallest, median, largest), else the largest ones."""
+    fits = sorted(
+        (c for c in calls if c.bytes_moved <= MAX_CALL_BYTES), key=lambda c: c.bytes_moved
+    )
+    unique: list[WorkloadCall] = []
+    for c in fits:
+        if not unique or c.bytes_moved != unique[-1].bytes_moved:
+            unique.append(c)
+    long_enough = [c for c in unique if c.estimate_us >= MIN_GOLD_US]
+    pool = long_enough if len(long_enough) >= min(3, len(unique)) else unique[-3:]
+    if len(pool) > 3:
+        pool = [pool[0], pool[len(pool) // 2], pool[-1]]
+    labels = LABELS if len(pool) == 3 else LABELS[-len(pool) :]
+    return tuple(replace(c, label=lb) for c, lb in zip(pool, labels, strict=True))
+
+
+# --- source 1: benchmark scripts ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetNames:
+    modules: set[str]
+    stems: set[str]
+    names: set[str]
+
+
+def target_names(task: Task) -> TargetNames:
+    files = {t.file for t in task.targets} | {k.file for k in task.kernels}
+    names = {t.name.split(".")[0] for t in task.targets if t.role is TargetRole.WRAPPER}
+    names |= {t.name.split(".")[-1] for t in task.targets}
+    names |= {w.split(".")[0] for k in task.kernels for w in k.wrappers}
+    names |= {k.name for k in task.kernels}
+    return TargetNames(
+        {module_of(f) for f in files}, {f.rsplit("/", 1)[-1][:-3] for f in files}, names
+    )
+
+
+def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
+    scripts = sorted(p for p in view.paths() if is_benchmark_script(p))
+    if not scripts:
+        return [], "no benchmark scripts in the repository"
+    tn = target_names(task)
+    texts = view.read(scripts)
+    notes: list[str] = []
+    for path in scripts:
+        found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.stems, tn.names)
+        if why:
+            notes.append(why)
+        calls: list[WorkloadCall] = []
+        for sc in found:
+            for point in sc.sweeps:
+                try:
+                    init, args = evaluate(sc, point)
+                except (Unknown, TypeError, ValueError, IndexError, KeyError):
+                    continue
+                entry = replace(sc.entry, init=init)
+                if mode is Mode.FULL:
+                    args = [
+                        replace(a, grad=a.tensor and dtype_kind(a.dtype) == "float") for a in args
+                    ]
+                calls.append(
+                    _finish(
+                        WorkloadCall(
+                            SizeLabel.TYPICAL,
+                            Source.BENCHMARK_SCRIPT,
+                            f"{sc.path}:{sc.line}",
+                            entry,
+                            tuple(args),
+                            dims_of(point),
+                            mode,
+                        )
+                    )
+                )
+            if calls:
+                break  # the first call site of the script that evaluates is the workload
+        if calls:
+            return list(pick_sizes(calls)), f"{path}: {len(calls)} sweep points"
+        if found and not why:
+            notes.append(f"{path}: its call of {found[0].imported} could not be evaluated")
+    return [], "; ".join(notes[:3]) or f"no benchmark script of {len(scripts)} calls the targets"
+
+
+# --- source 2: model configurations ------------------------------------------------------------
+
+MODEL_KEYS = {
+    "hidden_size": {"hidden_size", "hidden_dim", "d_model", "n_cols", "dim", "C"},
+    "num_heads": {"num_heads", "num_attention_heads", "n_heads", "H"},
+    "head_dim": {"head_dim", "head_size", "D"},
+    "vocab_size": {"vocab_size", "n_vocab", "V"},
+    "intermediate_size": {"intermediate_size", "ffn_dim", "I"},
+    "num_experts": {"num_experts", "n_routed_experts", "n_experts", "E"},
+    "top_k": {"num_experts_per_tok", "top_k", "topk", "moe_topk"},
+}
+_CONFIG_FILE = re.compile(r"(^|/)(configuration_\w+|\w*model_configs?\w*)\.py$")
+
+
+def model_configs(view: TreeView) -> list[tuple[str, dict[str, int]]]:
+    """(evidence, {model key: value}) of every configuration in the repository that names a
+    hidden size: `__init__` defaults of configuration classes, config calls and dicts."""
+    paths = sorted(p for p in view.paths() if _CONFIG_FILE.search(p) and "test" not in p)
+    out: list[tuple[str, dict[str, int]]] = []
+    for path, text in view.read(paths).items():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            pairs: list[tuple[str, ast.expr]] = []
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                a = node.args
+                pos = a.args[len(a.args) - len(a.defaults) :]
+                pairs = [(x.arg, d) for x, d in zip(pos, a.defaults, strict=True)]
+                pairs += [
+                    (x.arg, d)
+                    for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                    if d is not None
+                ]
+            elif isinstance(node, ast.Call):
+                pairs = [(k.arg, k.value) for k in node.keywords if k.arg]
+            elif isinstance(node, ast.Dict):
+                pairs = [
+                    (k.value, v)
+                    for k, v in zip(node.keys, node.values, strict=True)
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                ]
+            values: dict[str, int] = {}
+            for name, v in pairs:
+                key = next((k for k, names in MODEL_KEYS.items() if name in names), None)
+                if key and isinstance(v, ast.Constant) and type(v.value) is int and v.value > 0:
+                    values.setdefault(key, v.value)
+            if "hidden_size" in values:
+                if "head_dim" not in values and values.get("num_heads"):
+                    values["head_dim"] = values["hidden_size"] // values["num_heads"]
+                out.append((f"{path}:{getattr(node, 'lineno', 0)}", values))
+    return out
+
+
+# --- source 3: the captured launch, scaled -----------------------------------------------------
+
+
+def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(1, n)
+    return tuple(reversed(out))
+
+
+def _restride(
+    old_shape: Sequence[int], old_stride: Sequence[int], shape: Sequence[int]
+) -> tuple[int, ...] | None:
+    """Strides for `shape` laid out in the same dimension order as the captured tensor (None
+    when it was contiguous)."""
+    if tuple(old_stride) == _contiguous(old_shape):
+        return None
+    order = sorted(range(len(shape)), key=lambda i: (old_stride[i], -i))  # innermost first
+    out = [0] * len(shape)
+    acc = 1
+    for i in order:
+        out[i] = acc
+        acc *= max(1, shape[i])
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A target kernel's largest launch in the tests (`KernelTiming.launch`)."""
+
+    kernel: str
+    file: str
+    record: Mapping[str, Any]
+
+
+def _args_of(cap: Captured) -> list[tuple[str, Any, bool]]:
+    """(name, description, keyword) of each launch argument."""
+    rec = cap.record
+    names = list(rec.get("params") or [])
+    pos = list(rec.get("args") or [])
+    out = [(names[i] if i < len(names) else f"arg{i}", a, False) for i, a in enumerate(pos)]
+    out += [(k, v, True) for k, v in (rec.get("kwargs") or {}).items()]
+    return out
+
+
+def _specs(cap: Captured, tokens: int, factor: int, renames: Mapping[int, int]) -> list[ArgSpec]:
+    """The launch's arguments with the token dimension multiplied by `factor` and other sizes
+    renamed (`renames`: captured size -> model size)."""
+    specs = []
+    biggest = max(
+        (
+            math.prod(d["shape"])
+            for _, d, _ in _args_of(cap)
+            if isinstance(d, dict) and "shape" in d
+        ),
+        default=0,
+    )
+    for name, d, kw in _args_of(cap):
+        if isinstance(d, dict) and "shape" in d:
+            old = [int(x) for x in d["shape"]]
+            shape = [renames.get(x, x) for x in old]
+            if shape and old[0] == tokens:
+                shape[0] = tokens * factor
+            dtype = str(d["dtype"]).removeprefix("torch.")
+            stats = d.get("int_stats")
+            rule = rule_for(name, dtype, stats)
+            params: dict[str, Any] = {}
+            if stats:
+                if rule == "labels":
+                    params = {
+                        "high": stats["max"] + 1,
+                        "ignore": stats.get("negative", 0.0),
+                        "ignore_index": min(stats["min"], -1),
+                    }
+                elif rule == "offsets":
+                    total = stats["max"]
+                    params = {"total": total * factor if total == tokens else total}
+                elif rule in ("topk", "index"):
+                    params = {
+                        "high": renames.get(stats["max"] + 1, stats["max"] + 1),
+                        "low": max(0, stats["min"]),
+                    }
+            elif rule in ("labels", "index", "topk"):
+                params = {"high": 2}
+            stride = _restride(old, d.get("stride") or _contiguous(old), shape)
+            specs.append(ArgSpec(name, True, tuple(shape), dtype, stride, rule, params, keyword=kw))
+        else:
+            value = d
+            if type(d) is int and d > 1:
+                scaled = d == tokens or (d == biggest and biggest)
+                value = d * factor if scaled else renames.get(d, d)
+            specs.append(ArgSpec(name, False, value=value, keyword=kw))
+    return specs
+
+
+def _grid(grid: Sequence[int], tokens: int, numel: int, factor: int) -> tuple[int, ...]:
+    """The launch grid at `factor` times the tokens: a grid dimension that was
+    ceil(tokens / b) or ceil(numel / b) for a power of two b stays so."""
+    out = []
+    for g in grid:
+        new = g
+        for n in (tokens, numel):
+            b = next((2**j for j in range(0, 21) if n and math.ceil(n / 2**j) == g), None)
+            if g > 1 and b is not None:
+                new = math.ceil(n * factor / b)
+                break
+        out.append(int(new))
+    return tuple(out)
+
+
+def scaled_calls(
+    cap: Captured,
+    mode: Mode,
+    source: Source = Source.SCALED_TEST_CALL,
+    renames: Mapping[int, int] | None = None,
+    evidence: str = "",
+) -> list[WorkloadCall]:
+    """The captured launch at the smallest power-of-two multiple of its token dimension whose
+    estimate reaches `MIN_GOLD_US` (small), and 4x and 16x that (typical, large)."""
+    tensors = [d for _, d, _ in _args_of(cap) if isinstance(d, dict) and d.get("shape")]
+    if not tensors:
+        return []
+    big = max(tensors, key=lambda d: math.prod(d["shape"]))
+    tokens = int(big["shape"][0])
+    numel = math.prod(big["shape"])
+    renames = dict(renames or {})
+    entry = Entry(module_of(cap.file), cap.kernel, EntryKind.KERNEL)
+    grid0 = [int(g) for g in cap.record.get("grid") or [1]]
+
+    def at(factor: int) -> WorkloadCall:
+        specs = _specs(cap, tokens, factor, renames)
+        grid = _grid(grid0, tokens, numel, factor)
+        return _finish(
+            WorkloadCall(
+                SizeLabel.TYPICAL,
+                source,
+                evidence or f"capture of {cap.kernel}",
+                entry,
+                tuple(specs),
+                {"tokens": tokens * factor},
+                mode,
+                grid,
+            )
+        )
+
+    factor = 1
+    while at(factor).estimate_us < MIN_GOLD_US and factor < 2**20:
+        factor *= 2
+    calls = [at(f) for f in (factor, 4 * factor, 16 * factor)]
+    calls = [c for c in calls if c.bytes_moved <= MAX_CALL_BYTES]
+    labels = LABELS[: len(calls)]
+    return [replace(c, label=lb) for c, lb in zip(calls, labels, strict=True)]
+
+
+def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
+    """The captured launch with the model sizes put in through the kernel's scalar parameters
+    named like a model key (`hidden_size`, `n_cols`, `V`, ...), for three models (smallest,
+    median and largest hidden size), each scaled to `MIN_GOLD_US`."""
+    named = {}
+    for name, d, _ in _args_of(cap):
+        key = next((k for k, names in MODEL_KEYS.items() if name in names), None)
+        if key and type(d) is int and d > 1:
+            named[key] = d
+    if not named:
+        return [], "no scalar parameter of the kernel names a model size"
+    configs = [(ev, c) for ev, c in model_configs(view) if set(named) <= set(c)]
+    if not configs:
+        return [], f"no model configuration gives {', '.join(sorted(named))}"
+    configs.sort(key=lambda ec: ec[1]["hidden_size"])
+    unique = list({tuple(c[k] for k in sorted(named)): (ev, c) for ev, c in configs}.values())
+    chosen = [unique[0], unique[len(unique) // 2], unique[-1]] if len(unique) >= 3 else unique
+    calls = []
+    for lb, (ev, cfg) in zip(LABELS[-len(chosen) :], chosen, strict=True):
+        renames = {named[k]: cfg[k] for k in named}
+        typical = [
+            c
+            for c in scaled_calls(cap, mode, Source.MODEL_CONFIG, renames, ev)
+            if c.label is SizeLabel.SMALL
+        ]
+        calls += [
+            replace(c, label=lb, dims={**c.dims, **{k: cfg[k] for k in named}}) for c in typical
+        ]
+    return calls, f"{len(configs)} configurations name {', '.join(sorted(named))}"
+
+
+# --- the plan ----------------------------------------------------------------------------------
+
+
+def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Workload:
+    """The task's workload from the first source that gives a call."""
+    metric, why_metric = choose_metric(task)
+    mode = Mode.FULL if backward_task(task) else Mode.FORWARD
+    tried: list[str] = []
+    calls, note = from_benchmarks(task, view, mode)
+    tried.append(f"{Source.BENCHMARK_SCRIPT}: {note}")
+    stable = captured is not None and _signature_kept(task, captured.kernel)
+    if not calls and captured is not None and stable:
+        calls, note = from_models(captured, view, mode)
+        tried.append(f"{Source.MODEL_CONFIG}: {note}")
+    elif not calls:
+        tried.append(f"{Source.MODEL_CONFIG}: needs a captured launch of a target kernel")
+    if not calls:
+        if captured is None:
+            tried.append(f"{Source.SCALED_TEST_CALL}: no captured launch (no reference run)")
+        elif not stable:
+            tried.append(
+                f"{Source.SCALED_TEST_CALL}: {captured.kernel} changes its signature "
+                "(a kernel-level call would not fit the gold)"
+            )
+        else:
+            calls = scaled_calls(captured, mode)
+            tried.append(f"{Source.SCALED_TEST_CALL}: {len(calls)} sizes")
+    why = "" if calls else "no source gave a call: " + "; ".join(tried)
+    return Workload(task.task_id, metric, why_metric, tuple(calls), why, tuple(tried))
+
+
+def _signature_kept(task: Task, kernel: str) -> bool:
+    k = next((k for k in task.kernels if k.name == kernel), None)
+    return k is not None and (k.signature_before or "") == (k.signature_after or "")
+
+
+def captured_launch(task: Task, kernels: Iterable[Any]) -> Captured | None:
+    """The largest captured launch of a target kernel among `kernels` (`KernelTiming`s of the
+    reference's gold runs and its selection run)."""
+    files = {k.name: k.file for k in task.kernels}
+    best: Captured | None = None
+    for k in kernels:
+        rec = getattr(k, "launch", None)
+        if not rec or k.kernel not in files:
+            continue
+        if best is None or int(rec.get("numel") or 0) > int(best.record.get("numel") or 0):
+            best = Captured(k.kernel, files[k.kernel], rec)
+    return best

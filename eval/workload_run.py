@@ -1,0 +1,305 @@
+"""Measure a task's workload: base, gold (and a prediction) on the same inputs, alternating.
+
+Reads: the task directory (`workload.json`, the patches), the framework's sources through a
+`SourceStore`. Writes: `workload.json` (plan), `workload_result.json` (the task directory for
+base and gold; a run directory for a prediction), scratch trees under `scratch`.
+Each round runs every variant once, in a fresh process (`eval/workload_harness.py`, through
+`eval.sandbox.run_script`: a prediction always sandboxed, base and gold unsandboxed only when
+the caller says they are trusted), in alternating order; `kernel_time` rounds pool their
+repetitions, `cold_wall_time` rounds each start from an emptied Triton cache. The outputs of the
+first round are compared with the gold's here, in the trusted process
+(`eval.workload_inputs.compare`, tolerances by dtype).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from core.files import write_atomic
+from core.records import to_json
+from curation.model import Task
+from curation.taskdir import TaskDir, TaskFile
+from eval.errors import EvalError
+from eval.model import Variant
+from eval.perf_scores import efficiency
+from eval.sandbox import SandboxPolicy, ScriptRun, read_back, run_script
+from eval.timing import summarize
+from eval.workload_model import (
+    CallResult,
+    Metric,
+    Timing,
+    Workload,
+    WorkloadResult,
+)
+from eval.workload_plan import Captured, TreeView, captured_launch, plan_workload
+
+log = logging.getLogger(__name__)
+
+HARNESS = Path(__file__).resolve().parent / "workload_harness.py"
+JOB = ".tpb_workload_job.json"
+RESULT = ".tpb_workload_result.json"
+SEED = 20261201
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    rounds: int = 2  # kernel_time: alternating rounds whose repetitions are pooled
+    cold_rounds: int = 3  # cold_wall_time: measurements per variant, each from an empty cache
+    timeout_s: float = 600.0  # per harness process
+    rep_ms: float = 100.0  # measured work per call and round
+    trusted_unsandboxed: bool = False  # base and gold without the sandbox (--no-sandbox)
+    policy: SandboxPolicy | None = None
+    triton_cache: Path | None = None  # a warm cache for kernel_time (cold runs use their own)
+    cpu_ok: bool = False  # tests: time on the host (TRITON_INTERPRET=1)
+    python: str | None = None
+
+
+class GitTreeView:
+    """A commit's files read from a `SourceStore`'s repository, without a checkout."""
+
+    def __init__(self, store: Any, commit: str):
+        self.repo = store.repo
+        self.commit = store.resolve(commit)
+        self._paths: list[str] | None = None
+
+    def paths(self) -> list[str]:
+        if self._paths is None:
+            self._paths = sorted(self.repo.list_tree(self.commit, (".py",)))
+        return self._paths
+
+    def read(self, paths: Sequence[str]) -> dict[str, str]:
+        known = set(self.paths())
+        wanted = [p for p in paths if p in known]
+        blobs = self.repo.read_files(self.commit, wanted)
+        return {p: b.decode(errors="replace") for p, b in blobs.items()}
+
+
+def plan_task(task: Task, tdir: TaskDir, view: TreeView) -> Workload:
+    """Plan the task's workload from its tree and its reference's captured launches."""
+    from eval.model import Reference
+
+    captured: Captured | None = None
+    ref = tdir.load(TaskFile.REFERENCE, Reference)
+    if ref is not None:
+        runs = [r for r in ref.runs if r.variant is Variant.GOLD]
+        if ref.selection is not None:
+            runs.append(ref.selection)
+        captured = captured_launch(task, [k for r in runs for k in r.kernels])
+    return plan_workload(task, view, captured)
+
+
+def _job(workload: Workload, tree: Path, metric: Metric, settings: MeasureSettings) -> dict:
+    syspath = [str(tree)] + ([str(tree / "src")] if (tree / "src").is_dir() else [])
+    return {
+        "calls": [to_json(c) for c in workload.calls],
+        "metric": str(metric),
+        "seed": SEED,
+        "syspath": syspath,
+        "save_outputs": True,
+        "outputs_dir": str(tree),
+        "result": str(tree / RESULT),
+        "rep_ms": settings.rep_ms,
+        "cpu_ok": settings.cpu_ok,
+    }
+
+
+def _run_once(
+    tree: Path, workload: Workload, settings: MeasureSettings, trusted: bool, cache: Path
+) -> tuple[dict[str, Any], ScriptRun]:
+    job = _job(workload, tree, workload.metric, settings)
+    (tree / JOB).write_text(json.dumps(job))
+    env = {"TRITON_CACHE_DIR": str(cache)}
+    sandboxed = not (trusted and settings.trusted_unsandboxed)
+    import sys
+
+    run = run_script(
+        HARNESS,
+        tree,
+        RESULT,
+        timeout_s=settings.timeout_s,
+        policy=settings.policy,
+        python=settings.python or sys.executable,
+        extra_env=env,
+        writable=(cache,),
+        sandboxed=sandboxed,
+    )
+    if run.output is None:
+        tail = run.log.strip().splitlines()[-1:] or ["no output"]
+        why = "timed out" if run.timed_out else f"exit {run.exit_code}: {tail[0][:300]}"
+        return {"error": why}, run
+    try:
+        return json.loads(run.output), run
+    except json.JSONDecodeError:
+        return {"error": "the harness wrote no JSON"}, run
+
+
+def _load_outputs(path: Path) -> dict[str, Any] | None:
+    import io
+
+    import torch
+
+    data = read_back(path, limit=8 << 30)
+    if data is None:
+        return None
+    return dict(torch.load(io.BytesIO(data), weights_only=True, map_location="cpu"))
+
+
+def measure(
+    task: Task,
+    workload: Workload,
+    trees: Mapping[Variant, Path],
+    settings: MeasureSettings,
+    scratch: Path,
+    environment: str = "",
+) -> WorkloadResult:
+    """Run every variant of `trees` on the workload, `rounds` times in alternating order."""
+    import torch
+
+    from eval.workload_inputs import compare
+
+    order = [v for v in (Variant.BASE, Variant.GOLD, Variant.PREDICTION) if v in trees]
+    cold = workload.metric is Metric.COLD_WALL_TIME
+    rounds = settings.cold_rounds if cold else settings.rounds
+    times: dict[Variant, list[list[float]]] = {v: [[] for _ in workload.calls] for v in order}
+    errors: list[str] = ["" for _ in workload.calls]
+    outputs: dict[Variant, list[dict[str, Any] | None]] = {}
+    warm = settings.triton_cache or scratch / "triton-cache"
+    for r in range(rounds):
+        for v in order if r % 2 == 0 else order[::-1]:
+            cache = warm / str(v)
+            if cold:
+                cache = scratch / f"cold-cache-{v}"
+                shutil.rmtree(cache, ignore_errors=True)
+            cache.mkdir(parents=True, exist_ok=True)
+            result, _ = _run_once(trees[v], workload, settings, v is not Variant.PREDICTION, cache)
+            if "error" in result:
+                errors = [e or f"{v}: {result['error']}" for e in errors]
+                continue
+            for i, row in enumerate(result.get("calls", [])):
+                if row.get("error"):
+                    errors[i] = errors[i] or f"{v}: {row['error']}"
+                times[v][i] += [float(t) for t in row.get("times_ms", [])]
+            if v not in outputs:
+                outputs[v] = [
+                    _load_outputs(trees[v] / row["outputs"]) if row.get("outputs") else None
+                    for row in result.get("calls", [])
+                ]
+    calls = []
+    for i, call in enumerate(workload.calls):
+        timing = {v: _timing(times[v][i]) for v in order}
+        matches: dict[Variant, bool | None] = {}
+        mismatch = ""
+        gold_out = (outputs.get(Variant.GOLD) or [None] * (i + 1))[i]
+        for v in (Variant.BASE, Variant.PREDICTION):
+            other = (outputs.get(v) or [None] * (i + 1))[i] if v in trees else None
+            if v not in trees or gold_out is None or other is None:
+                matches[v] = None
+                continue
+            ok, why = compare(torch, gold_out, other)
+            matches[v] = ok
+            if not ok and not mismatch:
+                mismatch = f"{v}: {why}"
+        gold = timing.get(Variant.GOLD)
+        calls.append(
+            CallResult(
+                label=call.label,
+                base=timing.get(Variant.BASE),
+                gold=gold,
+                prediction=timing.get(Variant.PREDICTION),
+                base_matches=matches.get(Variant.BASE),
+                prediction_matches=matches.get(Variant.PREDICTION),
+                mismatch=mismatch,
+                bytes_moved=call.bytes_moved,
+                flops=call.flops,
+                gold_efficiency=efficiency(
+                    call.bytes_moved, call.flops, gold.median_ms if gold else None
+                ),
+                error=errors[i],
+            )
+        )
+    return summarize_result(task.task_id, workload.metric, calls, environment)
+
+
+def _timing(xs: list[float]) -> Timing | None:
+    if not xs:
+        return None
+    s = summarize(xs)
+    return Timing(round(s.median_ms, 6), round(s.p25_ms, 6), round(s.p75_ms, 6), s.reps)
+
+
+def summarize_result(
+    task_id: str, metric: Metric, calls: Sequence[CallResult], environment: str = ""
+) -> WorkloadResult:
+    """Totals, the gold's speedup and whether every call's spreads are apart."""
+
+    def total(pick: str) -> float | None:
+        ts = [getattr(c, pick) for c in calls]
+        if not ts or any(t is None for t in ts):
+            return None
+        return round(sum(t.median_ms for t in ts), 6)
+
+    base, gold, pred = total("base"), total("gold"), total("prediction")
+    separated = bool(calls) and all(
+        c.base is not None and c.gold is not None and c.gold.p75_ms < c.base.p25_ms for c in calls
+    )
+    return WorkloadResult(
+        task_id=task_id,
+        metric=metric,
+        calls=tuple(calls),
+        environment=environment,
+        measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        base_total_ms=base,
+        gold_total_ms=gold,
+        prediction_total_ms=pred,
+        speedup=round(base / gold, 4) if base and gold else None,
+        separated=separated,
+    )
+
+
+def store_workload(tdir: TaskDir, workload: Workload) -> None:
+    tdir.store(TaskFile.WORKLOAD, workload)
+
+
+def measure_task(
+    task: Task,
+    tdir: TaskDir,
+    store: Any,
+    scratch: Path,
+    settings: MeasureSettings,
+    prediction: Mapping[str, Any] | None = None,
+    environment: str = "",
+) -> WorkloadResult:
+    """Prepare the trees (base, gold, and the prediction when given) and measure."""
+    from eval.workspace import prepare
+
+    workload = tdir.load(TaskFile.WORKLOAD, Workload)
+    if workload is None:
+        raise EvalError(
+            "no workload.json (run `eval workload --plan-only` first)", task_id=task.task_id
+        )
+    if not workload.calls:
+        raise EvalError(f"the workload has no call: {workload.why}", task_id=task.task_id)
+    root = scratch / task.task_id
+    trees: dict[Variant, Path] = {}
+    for v in (Variant.BASE, Variant.GOLD) + ((Variant.PREDICTION,) if prediction else ()):
+        trees[v] = prepare(
+            task, tdir, store, root / str(v), v, prediction if v is Variant.PREDICTION else None
+        )
+    try:
+        result = measure(task, workload, trees, settings, root, environment)
+    finally:
+        for t in trees.values():
+            shutil.rmtree(t, ignore_errors=True)
+    return result
+
+
+def write_result(path: Path, result: WorkloadResult) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(to_json(result), indent=1))

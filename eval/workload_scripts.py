@@ -1,0 +1,541 @@
+"""Workload calls from a repository's own benchmark scripts, read with `ast` (never executed).
+
+Reads: the text of the benchmark scripts at the task's base commit (Liger-Kernel's
+`benchmark/scripts/*.py`, flash-linear-attention's `benchmarks/**.py`, any `benchmark*/` or
+`bench*/` Python file). Writes nothing.
+
+A script is used when it imports the task's wrapper (or kernel, or a name from the wrapper's
+module, or a module whose file name is the target file's). From it come:
+- the sweep: `x_name`/`x_values` and `extra_benchmark_configs` of a config dict (Liger), or the
+  `x_names`/`x_vals`/`args` of a `triton.testing.Benchmark(...)` (flash-linear-attention);
+- the benchmark function that calls the imported name: its assignments are replayed on each
+  sweep point with a small evaluator (constants, arithmetic, tuples, `range` comprehensions,
+  `torch.<dtype>`, the sweep's values), so the tensors it builds (`torch.randn(...)`,
+  `randint`, `*_like`, ...) get shapes and dtypes;
+- the call: `name(args)`, `name.apply(args)`, or `obj = Name(**init); obj(args)`.
+A script whose call cannot be resolved to tensors and values is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from eval.workload_model import ArgSpec, Entry, EntryKind
+
+SCRIPT_PATTERNS = (
+    re.compile(r"^benchmarks?/(.*/)?[^/]+\.py$"),
+    re.compile(r"^bench/(.*/)?[^/]+\.py$"),
+)
+_SKIP_NAMES = {"__init__.py", "utils.py", "runner.py", "registry.py", "visualize.py", "run.py"}
+_CTORS = {
+    "randn",
+    "rand",
+    "randint",
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "arange",
+    "randperm",
+    "tensor",
+}
+_LIKE = {"randn_like", "rand_like", "zeros_like", "ones_like", "empty_like", "full_like"}
+
+
+class Unknown(Exception):
+    """An expression the evaluator cannot give a value to."""
+
+
+def is_benchmark_script(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name not in _SKIP_NAMES and any(p.match(path) for p in SCRIPT_PATTERNS)
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A tensor the script builds: its shape, dtype and the input rule its construction says."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    rule: str = "normal"
+    params: dict[str, Any] = field(default_factory=dict)
+    grad: bool = False
+
+
+@dataclass
+class ScriptCall:
+    """A benchmark script's call of the task's code, ready to be evaluated at a sweep point."""
+
+    path: str
+    line: int
+    entry: Entry
+    function: ast.FunctionDef
+    call: ast.Call
+    init: dict[str, ast.expr]
+    sweeps: list[dict[str, Any]]  # one environment per sweep point
+    imported: str  # the imported name the call reaches
+
+
+def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
+    """The value of `node` under `env`, or `Unknown`."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        if node.id in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.id]
+        raise Unknown(node.id)
+    if isinstance(node, ast.Tuple | ast.List):
+        items: list[Any] = []
+        for e in node.elts:
+            if isinstance(e, ast.Starred):
+                items.extend(_literal(e.value, env))
+            else:
+                items.append(_literal(e, env))
+        return tuple(items) if isinstance(node, ast.Tuple) else items
+    if isinstance(node, ast.Dict):
+        return {
+            _literal(k, env): _literal(v, env)
+            for k, v in zip(node.keys, node.values, strict=True)
+            if k
+        }
+    if isinstance(node, ast.UnaryOp):
+        v = _literal(node.operand, env)
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return v
+        raise Unknown("unary")
+    if isinstance(node, ast.BinOp):
+        a, b = _literal(node.left, env), _literal(node.right, env)
+        ops: dict[type, Any] = {
+            ast.Add: lambda: a + b,
+            ast.Sub: lambda: a - b,
+            ast.Mult: lambda: a * b,
+            ast.FloorDiv: lambda: a // b,
+            ast.Div: lambda: a / b,
+            ast.Pow: lambda: a**b,
+            ast.Mod: lambda: a % b,
+        }
+        fn = ops.get(type(node.op))
+        if fn is None:
+            raise Unknown("operator")
+        try:
+            return fn()
+        except (TypeError, ZeroDivisionError, OverflowError):
+            raise Unknown("arithmetic") from None
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        if base == "torch":
+            return f"torch.{node.attr}"
+        if base == "input" and node.attr == "x" and "x" in env:
+            return env["x"]
+        if base and f"{base}.{node.attr}" in env:
+            return env[f"{base}.{node.attr}"]
+        raise Unknown(_dotted(node) or "attribute")
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in env:
+            return env[key.value]  # cfg["M"], input.extra_benchmark_config["M"]
+        container = _literal(node.value, env)
+        return container[_literal(key, env)]
+    if isinstance(node, ast.Call):
+        fname = _dotted(node.func)
+        args = [_literal(a, env) for a in node.args]
+        if fname == "range":
+            return list(range(*args))
+        builtin: dict[str, Any] = {
+            "int": int,
+            "float": float,
+            "min": min,
+            "max": max,
+            "len": len,
+            "abs": abs,
+            "round": round,
+        }
+        if fname in builtin:
+            return builtin[fname](*args)
+        if fname in ("math.ceil", "triton.cdiv", "cdiv"):
+            return math.ceil(args[0] / args[1]) if len(args) == 2 else math.ceil(args[0])
+        raise Unknown(fname or "call")
+    if isinstance(node, ast.ListComp) and len(node.generators) >= 1:
+        return _comprehension(node, env)
+    raise Unknown(type(node).__name__)
+
+
+def _comprehension(node: ast.ListComp, env: Mapping[str, Any]) -> list[Any]:
+    out: list[Any] = []
+
+    def walk(i: int, scope: dict[str, Any]) -> None:
+        if i == len(node.generators):
+            out.append(_literal(node.elt, scope))
+            return
+        gen = node.generators[i]
+        for value in _literal(gen.iter, scope):
+            inner = dict(scope)
+            _bind(gen.target, value, inner)
+            if all(_literal(c, inner) for c in gen.ifs):
+                walk(i + 1, inner)
+
+    walk(0, dict(env))
+    return out
+
+
+def _bind(target: ast.expr, value: Any, env: dict[str, Any]) -> None:
+    if isinstance(target, ast.Name):
+        env[target.id] = value
+    elif isinstance(target, ast.Tuple | ast.List):
+        values = list(value)
+        if len(values) != len(target.elts):
+            raise Unknown("unpacking")
+        for t, v in zip(target.elts, values, strict=True):
+            _bind(t, v, env)
+    else:
+        raise Unknown("target")
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+# --- the sweep ---------------------------------------------------------------------------------
+
+
+def _sweeps(tree: ast.Module) -> list[dict[str, Any]]:
+    """Every sweep point the script declares, as an environment."""
+    points: list[dict[str, Any]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = {
+                k.value: v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant)
+            }
+            if "x_values" in keys:
+                points += _points(
+                    keys.get("x_name"), keys["x_values"], keys.get("extra_benchmark_configs"), {}
+                )
+        elif isinstance(node, ast.Call) and _dotted(node.func).endswith("Benchmark"):
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            if "x_vals" in kw:
+                extra = kw.get("args")
+                const = {}
+                if isinstance(extra, ast.Dict):
+                    try:
+                        const = _literal(extra, {})
+                    except Unknown:
+                        const = {}
+                points += _points(kw.get("x_names"), kw["x_vals"], None, const)
+    return points
+
+
+def _points(
+    x_name: ast.expr | None, x_values: ast.expr, extras: ast.expr | None, const: dict[str, Any]
+) -> list[dict[str, Any]]:
+    try:
+        names = _literal(x_name, {}) if x_name is not None else "x"
+        values = _literal(x_values, {})
+        configs = _literal(extras, {}) if extras is not None else [{}]
+    except (Unknown, IndexError, KeyError):
+        return []
+    names = [names] if isinstance(names, str) else list(names)
+    out = []
+    for cfg in configs if isinstance(configs, list) else [configs]:
+        for v in values:
+            env: dict[str, Any] = {**const, **(cfg if isinstance(cfg, dict) else {})}
+            vals = list(v) if isinstance(v, tuple | list) and len(names) > 1 else [v]
+            for n, val in zip(names, vals, strict=False):
+                env[n] = val
+            env["x"] = vals[0]
+            env["__x_names__"] = tuple(names)
+            out.append(env)
+    return out
+
+
+# --- finding the call --------------------------------------------------------------------------
+
+
+def _imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
+    """local name -> (module, imported name) for `from m import n [as a]` anywhere in the
+    script (function-level imports included)."""
+    out: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                out[a.asname or a.name] = (node.module, a.name)
+    return out
+
+
+def relevance(
+    tree: ast.Module, modules: set[str], stems: set[str], names: set[str]
+) -> dict[str, tuple[str, str]]:
+    """The imports of the script that reach the task's code: a target name, a name from a
+    target's module, or a name from a module whose last component is a target file's stem."""
+    found = {}
+    for local, (module, name) in _imports(tree).items():
+        if name in names or module in modules or module.rsplit(".", 1)[-1] in stems:
+            found[local] = (module, name)
+    return found
+
+
+def find_calls(
+    path: str, text: str, modules: set[str], stems: set[str], names: set[str]
+) -> tuple[list[ScriptCall], str]:
+    """The script's calls of the task's code, or why there are none."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        return [], f"{path}:{exc.lineno}: does not parse"
+    reach = relevance(tree, modules, stems, names)
+    if not reach:
+        return [], ""
+    sweeps = _sweeps(tree)
+    if not sweeps:
+        return [], f"{path}: imports {', '.join(sorted(reach))} but declares no sweep"
+    calls: list[ScriptCall] = []
+    for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+        aliases: dict[str, str] = {}  # local variable -> the reached import it names
+        objects: dict[str, tuple[str, ast.Call]] = {}  # obj = Reached(**init)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                t, v = node.targets[0], node.value
+                if isinstance(t, ast.Name) and isinstance(v, ast.Name) and v.id in reach:
+                    aliases[t.id] = v.id
+                inner = _strip_methods(v)
+                if (
+                    isinstance(t, ast.Name)
+                    and isinstance(inner, ast.Call)
+                    and isinstance(inner.func, ast.Name)
+                    and inner.func.id in reach
+                ):
+                    cls = inner.func.id
+                    if cls[:1].isupper():
+                        objects[t.id] = (cls, inner)
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            local = method = ""
+            init: dict[str, ast.expr] = {}
+            kind = EntryKind.FUNCTION
+            if isinstance(func, ast.Name) and func.id in objects:
+                local, ctor = objects[func.id]
+                kind = EntryKind.MODULE
+                init = {k.arg: k.value for k in ctor.keywords if k.arg}
+                if ctor.args:
+                    continue  # positional constructor arguments: names unknown
+            elif isinstance(func, ast.Name):
+                local = aliases.get(func.id, func.id)
+                if local[:1].isupper():
+                    continue  # a class being constructed, not called
+            elif isinstance(func, ast.Attribute) and func.attr == "apply":
+                local, method = _dotted(func.value), "apply"
+            if local not in reach:
+                continue
+            module, name = reach[local]
+            entry = Entry(module, name, kind, method)
+            calls.append(ScriptCall(path, node.lineno, entry, fn, node, init, sweeps, local))
+    if not calls:
+        return [], f"{path}: imports {', '.join(sorted(reach))} but never calls it"
+    return calls, ""
+
+
+def _strip_methods(node: ast.expr) -> ast.expr:
+    """`X(...).to(device).cuda()` -> `X(...)`."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr
+        in (
+            "to",
+            "cuda",
+            "contiguous",
+            "requires_grad_",
+            "float",
+            "half",
+            "bfloat16",
+            "clamp_min",
+            "clamp",
+            "detach",
+            "t",
+        )
+    ):
+        node = node.func.value
+    return node
+
+
+# --- evaluating the call at one sweep point ----------------------------------------------------
+
+
+def _dtype_name(v: Any) -> str:
+    return str(v).removeprefix("torch.") if v is not None else "float32"
+
+
+def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
+    """The tensor an expression builds (`torch.randn(M, N, dtype=...)` and friends)."""
+    grad = False
+    outer = node
+    while (
+        isinstance(outer, ast.Call)
+        and isinstance(outer.func, ast.Attribute)
+        and _dotted(outer.func.value) not in ("torch", "F", "torch.nn.functional")
+    ):
+        if outer.func.attr == "requires_grad_":
+            grad = True
+        outer = outer.func.value
+    logsig = False
+    if isinstance(outer, ast.Call) and _dotted(outer.func).endswith("logsigmoid") and outer.args:
+        logsig = True
+        outer = _strip_methods(outer.args[0])
+    if not isinstance(outer, ast.Call):
+        raise Unknown("not a constructor")
+    fname = _dotted(outer.func)
+    kw = {k.arg: k.value for k in outer.keywords if k.arg}
+    if kw.get("requires_grad") is not None:
+        with contextlib.suppress(Unknown):
+            grad = grad or bool(_literal(kw["requires_grad"], env))
+    short = fname.rsplit(".", 1)[-1]
+    if not fname.startswith("torch.") or short not in _CTORS | _LIKE:
+        raise Unknown(fname)
+    dtype = _literal(kw["dtype"], env) if "dtype" in kw else None
+    if short in _LIKE:
+        base = env.get(_dotted(outer.args[0])) if outer.args else None
+        if not isinstance(base, TensorValue):
+            raise Unknown("like of an unknown tensor")
+        rule = "zeros" if short in ("zeros_like", "empty_like") else "normal"
+        return TensorValue(base.shape, _dtype_name(dtype) if dtype else base.dtype, rule, grad=grad)
+    args = list(outer.args)
+    params: dict[str, Any] = {}
+    rule = "normal"
+    if short == "randint":
+        low, high = 0, None
+        nums = [a for a in args if not isinstance(_maybe(a, env), tuple | list)]
+        if len(nums) == 1:
+            high = _literal(nums[0], env)
+        elif len(nums) >= 2:
+            low, high = _literal(nums[0], env), _literal(nums[1], env)
+        if "high" in kw:
+            high = _literal(kw["high"], env)
+        args = [a for a in args if isinstance(_maybe(a, env), tuple | list)]
+        if "size" in kw:
+            args = [kw["size"]]
+        rule, params = "index", {"low": low, "high": high}
+        dtype = dtype or "torch.int64"
+    elif short in ("zeros", "empty"):
+        rule = "zeros"
+    elif short in ("arange", "tensor", "randperm"):
+        raise Unknown(short)
+    elif short == "full":
+        args = args[:1]
+    if "size" in kw and short != "randint":
+        args = [kw["size"]]
+    shape: list[int] = []
+    for a in args:
+        v = _literal(a, env)
+        shape.extend(int(x) for x in (v if isinstance(v, tuple | list) else [v]))
+    if logsig:
+        rule = "logsigmoid"
+    return TensorValue(tuple(shape), _dtype_name(dtype), rule, params, grad)
+
+
+def _maybe(node: ast.expr, env: Mapping[str, Any]) -> Any:
+    try:
+        return _literal(node, env)
+    except Unknown:
+        return None
+
+
+def _replay(fn: ast.FunctionDef, point: Mapping[str, Any], stop: int) -> dict[str, Any]:
+    """The function's environment at line `stop`: parameters from the sweep point, then each
+    assignment before that line that can be evaluated (in source order; branches included)."""
+    env: dict[str, Any] = dict(point)
+    for a in fn.args.args:
+        if a.arg in point:
+            env[a.arg] = point[a.arg]
+    assigns = sorted(
+        (n for n in ast.walk(fn) if isinstance(n, ast.Assign | ast.AnnAssign)),
+        key=lambda n: n.lineno,
+    )
+    for node in assigns:
+        if node.lineno >= stop:
+            break
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        value = node.value
+        if value is None:
+            continue
+        try:
+            try:
+                v: Any = _tensor(value, env)
+            except Unknown:
+                v = _literal(value, env)
+            _bind(target, v, env)
+        except (Unknown, TypeError, ValueError, IndexError, KeyError):
+            continue
+    return env
+
+
+def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], list[ArgSpec]]:
+    """(init keywords, arguments) of the call at one sweep point; `Unknown` when an argument
+    is neither a tensor the script built nor a value."""
+    env = _replay(sc.function, point, sc.line)
+    init = {k: _literal(v, env) for k, v in sc.init.items()}
+    init = {
+        k: (_dtype_name(v) if isinstance(v, str) and v.startswith("torch.") else v)
+        for k, v in init.items()
+    }
+    specs: list[ArgSpec] = []
+    params = [(None, a) for a in sc.call.args] + [(k.arg, k.value) for k in sc.call.keywords]
+    for i, (kw, node) in enumerate(params):
+        if isinstance(node, ast.Starred):
+            raise Unknown("starred")
+        name = kw or (node.id if isinstance(node, ast.Name) else f"arg{i}")
+        value: Any
+        try:
+            value = _tensor(node, env)
+        except Unknown:
+            value = _literal(node, env)
+        if isinstance(value, TensorValue):
+            specs.append(
+                ArgSpec(
+                    name,
+                    True,
+                    value.shape,
+                    value.dtype,
+                    None,
+                    value.rule,
+                    dict(value.params),
+                    keyword=kw is not None,
+                    grad=value.grad,
+                )
+            )
+        else:
+            if isinstance(value, str) and value.startswith("torch."):
+                value = {"dtype": _dtype_name(value)}
+            specs.append(ArgSpec(name, False, value=value, keyword=kw is not None))
+    if not any(s.tensor for s in specs):
+        raise Unknown("no tensor argument")
+    return init, specs
+
+
+def dims_of(point: Mapping[str, Any]) -> dict[str, int]:
+    return {
+        k: int(v)
+        for k, v in point.items()
+        if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("__")
+    }
+
+
+def sweep_keys(calls: Iterable[ScriptCall]) -> set[str]:
+    return {k for c in calls for p in c.sweeps for k in p if not k.startswith("__")}

@@ -1,0 +1,508 @@
+"""Workloads (issue 10): sources, the scaling rule, valid inputs, the output comparison, the
+optimization gate, the scores, and the harness end to end on the CPU (TRITON_INTERPRET=1)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from curation.model import TaskType, TypeDecision, VerificationStatus
+from curation.taskdir import TaskFile, task_dirs
+from eval.gate import decide, workload_verdict
+from eval.model import Environment, FailureClass, RunResult, TestOutcome, Variant
+from eval.perf_scores import completes_optimization, efficiency, perf_score
+from eval.workload_model import (
+    ArgSpec,
+    CallResult,
+    Entry,
+    EntryKind,
+    Metric,
+    Mode,
+    SizeLabel,
+    Source,
+    Timing,
+    Workload,
+    WorkloadCall,
+)
+from eval.workload_plan import (
+    Captured,
+    choose_metric,
+    from_models,
+    plan_workload,
+    scaled_calls,
+)
+from eval.workload_run import GitTreeView, summarize_result
+from eval.workspace import SourceStore
+from mining.git import GitRepo
+from tests.gitrepo import TinyRepo
+
+torch = pytest.importorskip("torch")
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+ROWSCALE = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rowscale_kernel(x_ptr, w_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=mask)
+    w = tl.load(w_ptr + offs, mask=mask)
+    tl.store(out_ptr + row * n_cols + offs, x * w, mask=mask)
+
+
+def rowscale(x, w):
+    out = torch.empty_like(x)
+    rows, cols = x.shape
+    rowscale_kernel[(rows,)](x, w, out, cols, BLOCK=triton.next_power_of_2(cols))
+    return out
+"""
+
+LIGER_STYLE = """import torch
+import triton
+from utils import run_benchmarks
+
+from pkg.ops.rowscale import rowscale
+
+
+def bench_speed_rowscale(input):
+    N = input.x
+    M = input.extra_benchmark_config["M"]
+    dtype = input.extra_benchmark_config["dtype"]
+    x = torch.randn((M, N), dtype=dtype, device="cuda")
+    w = torch.randn(N, dtype=dtype, device="cuda")
+
+    def fwd():
+        return rowscale(x, w)
+
+    return triton.testing.do_bench(fwd)
+
+
+if __name__ == "__main__":
+    common_configs = {
+        "kernel_name": "rowscale",
+        "x_name": "N",
+        "x_values": [2**i for i in range(10, 15)],
+        "extra_benchmark_configs": [{"M": 4096, "dtype": torch.bfloat16}],
+    }
+    run_benchmarks(bench_test_fn=bench_speed_rowscale, **common_configs)
+"""
+
+FLA_STYLE = """import torch
+import torch.nn.functional as F
+import triton
+
+from pkg.ops.rowscale import rowscale
+
+
+@triton.testing.perf_report(
+    triton.testing.Benchmark(
+        x_names=['T'],
+        x_vals=[128 * 2 ** i for i in range(0, 8)],
+        line_arg='provider',
+        line_vals=['fused'],
+        args={},
+    )
+)
+def benchmark(T, provider):
+    dtype = torch.bfloat16
+    B, H, D = 16, 8, 128
+    g = F.logsigmoid(torch.randn(B * T, H * D, device='cuda', dtype=dtype)).clamp_min(-5)
+    w = torch.randn(H * D, device='cuda', dtype=dtype)
+    return triton.testing.do_bench(lambda: rowscale(g, w))
+"""
+
+CONFIGS = """class TinyConfig:
+    def __init__(self, hidden_size=2048, num_heads=16, vocab_size=32000):
+        self.hidden_size = hidden_size
+
+
+BIG = dict(hidden_size=8192, num_heads=64)
+MID = {"hidden_size": 4096, "num_heads": 32}
+"""
+
+
+def _task_repo(tmp_path: Path, bench: dict[str, str], title: str = "Speed up rowscale (#3)"):
+    """A tiny framework whose PR speeds up the rowscale kernel, crawled and curated."""
+    from curation.curate import main as curate
+    from mining.crawl import main as crawl
+
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops/__init__.py", "")
+    repo.write("pkg/ops/rowscale.py", ROWSCALE)
+    repo.write("tests/test_rowscale.py", "from pkg.ops.rowscale import rowscale\n")
+    for rel, text in bench.items():
+        repo.write(rel, text)
+    repo.commit("Initial commit")
+    repo.write("pkg/ops/rowscale.py", ROWSCALE.replace("x * w", "w * x"))
+    repo.commit(title)
+    work, tasks = tmp_path / "work", tmp_path / "tasks"
+    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
+    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    tdir = task_dirs(tasks)[0]
+    return repo, tasks, tdir
+
+
+def _view(repo: TinyRepo, commit: str) -> GitTreeView:
+    return GitTreeView(SourceStore(GitRepo(repo.path)), commit)
+
+
+# --- source 1: benchmark scripts ---------------------------------------------------------------
+
+
+def test_workload_from_a_liger_style_benchmark_script(tmp_path: Path) -> None:
+    repo, _, tdir = _task_repo(tmp_path, {"benchmark/scripts/benchmark_rowscale.py": LIGER_STYLE})
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert [c.source for c in plan.calls] == [Source.BENCHMARK_SCRIPT] * 3
+    assert [c.label for c in plan.calls] == [SizeLabel.SMALL, SizeLabel.TYPICAL, SizeLabel.LARGE]
+    # the sweep is N in 2**10..2**14 at M = 4096, bf16: none is estimated at 100 us, so the
+    # largest three are kept (the gate decides on the measured times)
+    shapes = [c.args[0].shape for c in plan.calls]
+    assert shapes == [(4096, 4096), (4096, 8192), (4096, 16384)]
+    first = plan.calls[0]
+    assert first.entry == Entry("pkg.ops.rowscale", "rowscale", EntryKind.FUNCTION)
+    assert first.args[0].dtype == "bfloat16" and first.args[1].shape == (4096,)
+    assert first.evidence.startswith("benchmark/scripts/benchmark_rowscale.py:")
+    assert first.dims["N"] == 4096 and first.dims["M"] == 4096
+    assert [round(c.estimate_us) for c in plan.calls] == [16, 31, 62]
+    assert plan.metric is Metric.KERNEL_TIME
+
+
+def test_workload_from_a_triton_perf_report_benchmark(tmp_path: Path) -> None:
+    repo, _, tdir = _task_repo(tmp_path, {"benchmarks/ops/benchmark_rowscale.py": FLA_STYLE})
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls, plan.tried
+    g, w = plan.calls[-1].args
+    assert g.shape == (16 * 128 * 2**7, 8 * 128) and g.rule == "logsigmoid"
+    assert w.shape == (1024,) and w.rule == "normal" and g.dtype == "bfloat16"
+
+
+def test_a_benchmark_of_another_kernel_gives_no_workload(tmp_path: Path) -> None:
+    other = LIGER_STYLE.replace("pkg.ops.rowscale import rowscale", "pkg.ops.other import other")
+    repo, _, tdir = _task_repo(tmp_path, {"benchmark/scripts/benchmark_other.py": other})
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls == () and "no captured launch" in plan.why
+
+
+# --- sources 2 and 3: model configurations and the captured launch, scaled ---------------------
+
+
+def _capture(tokens: int = 8, cols: int = 64) -> Captured:
+    t = {"shape": [tokens, cols], "dtype": "torch.float32", "stride": [cols, 1]}
+    rec = {
+        "grid": [tokens],
+        "params": ["x_ptr", "w_ptr", "out_ptr", "n_cols"],
+        "args": [t, {"shape": [cols], "dtype": "torch.float32", "stride": [1]}, t, cols],
+        "kwargs": {"BLOCK": cols},
+        "constexprs": {"BLOCK": cols},
+        "numel": 2 * tokens * cols + cols,
+    }
+    return Captured("rowscale_kernel", "pkg/ops/rowscale.py", rec)
+
+
+def test_the_scaling_rule_reaches_100_us_along_the_token_dimension() -> None:
+    calls = scaled_calls(_capture(), Mode.FORWARD)
+    assert [c.label for c in calls] == [SizeLabel.SMALL, SizeLabel.TYPICAL, SizeLabel.LARGE]
+    small = calls[0]
+    assert small.estimate_us >= 100
+    tokens = small.args[0].shape[0]
+    assert tokens % 8 == 0 and math.log2(tokens // 8).is_integer()
+    # the smallest power of two that reaches the bar: half of it does not
+    half = 8 * ((tokens // 8) // 2)
+    assert (2 * half * 64 * 4 + 64 * 4 + half * 64 * 4) / 4.3e12 * 1e6 < 100
+    assert small.args[1].shape == (64,)  # the weight has no token dimension
+    assert small.grid == (tokens,)  # one program per row stays so
+    assert small.args[3].value == 64 and small.args[4].keyword and small.args[4].value == 64
+    assert [c.args[0].shape[0] for c in calls] == [tokens, 4 * tokens, 16 * tokens]
+    assert small.entry.kind is EntryKind.KERNEL and small.entry.module == "pkg.ops.rowscale"
+
+
+def test_offsets_scale_with_the_tokens_and_labels_keep_their_range() -> None:
+    cap = _capture(tokens=64)
+    rec = dict(cap.record)
+    rec["params"] = [*rec["params"], "cu_seqlens", "labels"]
+    rec["args"] = [*rec["args"],
+                   {"shape": [5], "dtype": "torch.int32", "stride": [1],
+                    "int_stats": {"min": 0, "max": 64, "negative": 0.0, "monotone": True}},
+                   {"shape": [64], "dtype": "torch.int64", "stride": [1],
+                    "int_stats": {"min": -100, "max": 999, "negative": 0.25,
+                                  "monotone": False}}]  # fmt: skip
+    call = scaled_calls(replace(cap, record=rec), Mode.FORWARD)[0]
+    tokens = call.args[0].shape[0]
+    cu, labels = call.args[4], call.args[5]
+    assert cu.rule == "offsets" and cu.params["total"] == tokens and cu.shape == (5,)
+    assert labels.rule == "labels" and labels.shape == (tokens,)
+    assert labels.params == {"high": 1000, "ignore": 0.25, "ignore_index": -100}
+
+
+def test_model_configurations_map_onto_the_kernels_named_sizes(tmp_path: Path) -> None:
+    cap = _capture(cols=64)
+    rec = dict(cap.record)
+    rec["params"] = ["x_ptr", "w_ptr", "out_ptr", "hidden_size"]
+    repo = TinyRepo(tmp_path / "cfg")
+    repo.write("pkg/models/configuration_tiny.py", CONFIGS)
+    sha = repo.commit("configs")
+    calls, note = from_models(replace(cap, record=rec), _view(repo, sha), Mode.FORWARD)
+    assert "3 configurations" in note
+    assert [c.source for c in calls] == [Source.MODEL_CONFIG] * 3
+    assert [c.args[1].shape for c in calls] == [(2048,), (4096,), (8192,)]
+    assert [c.args[3].value for c in calls] == [2048, 4096, 8192]
+    assert [c.dims["hidden_size"] for c in calls] == [2048, 4096, 8192]
+    assert all(c.estimate_us >= 100 for c in calls)
+    assert calls[0].evidence.startswith("pkg/models/configuration_tiny.py:")
+
+
+def test_the_metric_is_cold_wall_time_for_compilation_prs(tmp_path: Path) -> None:
+    _, _, tdir = _task_repo(tmp_path, {}, "Avoid recompilation and autotuning in prod (#5)")
+    task = tdir.load_task()
+    metric, why = choose_metric(task)
+    assert metric is Metric.COLD_WALL_TIME and "recompilation" in why
+    plain = replace(task, title="Speed up rowscale", body="")
+    assert choose_metric(plain)[0] is Metric.KERNEL_TIME
+    k = task.kernels[0]
+    lost = replace(k, signature_before="def k(x, B: tl.constexpr)", signature_after="def k(x, B)")
+    assert choose_metric(replace(plain, kernels=(lost,)))[0] is Metric.COLD_WALL_TIME
+
+
+# --- valid inputs ------------------------------------------------------------------------------
+
+
+def _make(rule: str, shape: list[int], dtype: str, **params: object):
+    from eval.workload_inputs import make_tensor
+
+    gen = torch.Generator().manual_seed(0)
+    spec = {"shape": shape, "dtype": dtype, "rule": rule, "params": params}
+    return make_tensor(torch, spec, gen, "cpu")
+
+
+def test_index_tensors_are_valid_never_uniform_noise() -> None:
+    labels = _make("labels", [10000], "int64", high=50, ignore=0.3, ignore_index=-100)
+    kept = labels[labels != -100]
+    assert kept.min() >= 0 and kept.max() < 50
+    assert 0.25 < float((labels == -100).float().mean()) < 0.35
+    cu = _make("offsets", [9], "int32", total=4096)
+    assert cu[0] == 0 and cu[-1] == 4096 and bool((cu[1:] >= cu[:-1]).all())
+    assert cu.dtype == torch.int32
+    top = _make("topk", [512, 8], "int64", high=64)
+    assert top.min() >= 0 and top.max() < 64
+    assert all(len(set(row.tolist())) == 8 for row in top)
+    with pytest.raises(ValueError, match="impossible"):
+        _make("topk", [4, 8], "int64", high=4)
+
+
+def test_the_rule_table_chooses_by_name_dtype_and_captured_values() -> None:
+    from eval.workload_inputs import rule_for
+
+    assert rule_for("cu_seqlens", "int32") == "offsets"
+    assert rule_for("labels", "int64") == "labels"
+    assert rule_for("topk_ids", "int32") == "topk"
+    assert rule_for("topk_weights", "float32") == "probs"
+    assert rule_for("x", "bfloat16") == "normal"
+    assert rule_for("block_table", "int32") == "index"
+    assert rule_for("starts", "int64", {"min": 0, "max": 9, "monotone": True}) == "offsets"
+    assert rule_for("t", "int64", {"min": -100, "max": 9, "negative": 0.1}) == "labels"
+    assert rule_for("ids", "int64", {"min": 0, "max": 9, "row_distinct": True}) == "topk"
+
+
+def test_strided_inputs_keep_the_captured_layout() -> None:
+    from eval.workload_inputs import make_tensor
+
+    spec = {"shape": [4, 6], "dtype": "float32", "stride": [1, 4], "rule": "normal"}
+    t = make_tensor(torch, spec, torch.Generator().manual_seed(1), "cpu")
+    assert t.stride() == (1, 4) and tuple(t.shape) == (4, 6)
+
+
+# --- the output comparison ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "close", "far"),
+    [("float32", 1e-5, 1e-2), ("bfloat16", 5e-3, 0.2), ("float16", 1e-3, 0.1)],
+)
+def test_outputs_compare_by_the_dtype_tolerance(dtype: str, close: float, far: float) -> None:
+    from eval.workload_inputs import compare
+
+    g = torch.randn(1000, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype))
+    near = (g.float() * (1 + close)).to(g.dtype)
+    assert compare(torch, {"out": g}, {"out": near}) == (True, "")
+    off = (g.float() + far).to(g.dtype)
+    ok, why = compare(torch, {"out": g}, {"out": off})
+    assert not ok and "outside rtol" in why and dtype in why
+
+
+def test_integer_outputs_nans_and_shapes_must_match_exactly() -> None:
+    from eval.workload_inputs import compare
+
+    ints = torch.arange(10)
+    assert not compare(torch, {"o": ints}, {"o": ints + (ints == 3)})[0]
+    nan = torch.tensor([1.0, float("nan")])
+    assert compare(torch, {"o": nan}, {"o": nan.clone()})[0]
+    assert not compare(torch, {"o": nan}, {"o": torch.tensor([1.0, 2.0])})[0]
+    assert "shape" in compare(torch, {"o": ints}, {"o": ints[:5]})[1]
+    assert "structure" in compare(torch, {"o": ints}, {"p": ints})[1]
+
+
+# --- the optimization gate ---------------------------------------------------------------------
+
+
+def _t(ms: float, spread: float = 0.02) -> Timing:
+    return Timing(ms, ms * (1 - spread), ms * (1 + spread), 100)
+
+
+def _result(base: float, gold: float, spread: float = 0.02, matches: bool = True):
+    calls = [CallResult(lb, _t(base, spread), _t(gold, spread), base_matches=matches,
+                        mismatch="" if matches else "base: out: 3 of 9 elements differ")
+             for lb in (SizeLabel.SMALL, SizeLabel.LARGE)]  # fmt: skip
+    return summarize_result("t", Metric.KERNEL_TIME, calls)
+
+
+def test_the_gate_verifies_a_gold_that_is_clearly_faster() -> None:
+    ok, why = workload_verdict(_result(base=1.0, gold=0.5))
+    assert ok and "2.00x" in why
+
+
+@pytest.mark.parametrize(
+    ("result", "words"),
+    [
+        (_result(1.0, 0.95), "not faster enough"),  # 1.05x
+        (_result(1.0, 0.85, spread=0.15), "spreads overlap"),  # 1.18x, but noisy
+        (_result(0.08, 0.04), "too small"),  # 2x, but the gold runs 40 us per size
+        (_result(1.0, 0.5, matches=False), "outputs differ"),
+    ],
+)
+def test_the_gate_refuses_a_gain_it_cannot_trust(result, words: str) -> None:
+    ok, why = workload_verdict(result)
+    assert not ok and words in why
+
+
+def test_decide_uses_the_workload_for_optimization_tasks(tmp_path: Path) -> None:
+    _, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    task = replace(task, task_type=TypeDecision(TaskType.OPTIMIZATION, ()))
+    env = Environment("H200", "", "", "", "", "", "")
+    node = "tests/test_rowscale.py::test_x"
+
+    def run(v: Variant) -> RunResult:
+        return RunResult(task.task_id, v, 0, 0, FailureClass.NONE, True,
+                         (TestOutcome(node, "passed", 0.1),), 1.0)  # fmt: skip
+
+    base, gold = [run(Variant.BASE)], [run(Variant.GOLD)]
+    none = decide(task, [node], base, gold, env)[0]
+    assert none.status is VerificationStatus.UNVERIFIED and "no workload" in none.reason
+    fast = decide(task, [node], base, gold, env, workload=_result(1.0, 0.5))[0]
+    assert fast.status is VerificationStatus.VERIFIED
+    slow = decide(task, [node], base, gold, env, workload=_result(1.0, 0.97))[0]
+    assert slow.status is VerificationStatus.UNVERIFIED and "1.03x" in slow.reason
+
+
+# --- scores ------------------------------------------------------------------------------------
+
+
+def test_the_half_gain_completion_rule_and_the_do_nothing_prediction() -> None:
+    # gold 2x faster than base: the bar is 1.5x over the base
+    assert completes_optimization(True, 2.0, 1.0, 2.0 / 1.5)
+    assert not completes_optimization(True, 2.0, 1.0, 2.0 / 1.49)
+    assert not completes_optimization(True, 2.0, 1.0, 2.0)  # the setup state itself
+    assert not completes_optimization(False, 2.0, 1.0, 1.0)  # fast but wrong
+    s = perf_score(True, 2.0, 1.0, 1.0 * 1.02)  # within 3% of the gold
+    assert s.fast_gold and s.fast_1 and s.pmr == pytest.approx(1 / 1.02)
+    assert not perf_score(True, 2.0, 1.0, 1.1).fast_gold
+
+
+def test_efficiency_is_the_fraction_of_the_h200_peak() -> None:
+    assert efficiency(int(4.3e9), 0, 1.0) == pytest.approx(1.0)  # 4.3 GB in 1 ms
+    assert efficiency(0, int(790e9), 2.0) == pytest.approx(0.5)
+    assert efficiency(100, 0, None) is None
+
+
+def test_scores_read_the_workload_times_of_a_prediction(tmp_path: Path) -> None:
+    from core.files import write_record
+    from eval.score import workload_times
+
+    calls = [CallResult(SizeLabel.TYPICAL, _t(2.0), _t(1.0), _t(1.9), True, False,
+                        "prediction: out differs", bytes_moved=10**9)]  # fmt: skip
+    result = summarize_result("t", Metric.KERNEL_TIME, calls)
+    (tmp_path / "t").mkdir()
+    write_record(tmp_path / "t" / "workload_result.json", result)
+    got = workload_times(tmp_path, "t")
+    assert got is not None and got.prediction_total_ms == pytest.approx(1.9)
+    assert got.calls[0].prediction_matches is False
+    assert workload_times(tmp_path, "other") is None
+
+
+# --- the harness, end to end on the CPU --------------------------------------------------------
+
+
+def _rowscale_workload(task_id: str) -> Workload:
+    args = (ArgSpec("x", True, (64, 32), "float32"), ArgSpec("w", True, (32,), "float32"))
+    call = WorkloadCall(SizeLabel.SMALL, Source.BENCHMARK_SCRIPT, "test", Entry(
+        "pkg.ops.rowscale", "rowscale"), args)  # fmt: skip
+    kernel = WorkloadCall(SizeLabel.LARGE, Source.SCALED_TEST_CALL, "test",
+                          Entry("pkg.ops.rowscale", "rowscale_kernel", EntryKind.KERNEL),
+                          (*args[:1], args[1], ArgSpec("out", True, (64, 32), "float32",
+                           rule="zeros"), ArgSpec("n_cols", False, value=32),
+                           ArgSpec("BLOCK", False, value=32, keyword=True)),
+                          grid=(64,))  # fmt: skip
+    return Workload(task_id, Metric.KERNEL_TIME, "default", (call, kernel))
+
+
+def test_the_harness_times_base_and_gold_and_compares_outputs(tmp_path: Path) -> None:
+    from eval.workload_run import MeasureSettings, measure_task
+
+    repo, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    tdir.store(TaskFile.WORKLOAD, _rowscale_workload(task.task_id))
+    settings = MeasureSettings(rounds=2, cpu_ok=True, trusted_unsandboxed=True, timeout_s=300)
+    store = SourceStore(GitRepo(repo.path))
+    result = measure_task(task, tdir, store, tmp_path / "scratch", settings)
+    assert [c.error for c in result.calls] == ["", ""]
+    for c in result.calls:
+        assert c.base is not None and c.gold is not None and c.base.reps >= 6
+        assert c.base_matches is True  # w * x == x * w
+    assert result.base_total_ms and result.gold_total_ms and result.speedup
+    # a prediction that computes something else is caught by the comparison
+    kernel = "@triton.jit\n" + ROWSCALE.split("@triton.jit\n")[1].split("\n\n\ndef ")[0]
+    wrong = {
+        "task_id": task.task_id,
+        "kernels": {"rowscale_kernel": kernel.replace("x * w", "x + w")},
+    }
+    pred = measure_task(task, tdir, store, tmp_path / "scratch2",
+                        replace(settings, rounds=1), wrong)  # fmt: skip
+    assert [c.prediction_matches for c in pred.calls] == [False, False], pred.calls
+    assert "prediction" in pred.calls[0].mismatch
+
+
+def test_plan_only_command_writes_workloads_and_a_summary(tmp_path: Path, capsys) -> None:
+    from eval.__main__ import main
+
+    repo, tasks, tdir = _task_repo(
+        tmp_path, {"benchmark/scripts/benchmark_rowscale.py": LIGER_STYLE}
+    )
+    task = tdir.load_task()
+    if task.task_type.type is not TaskType.OPTIMIZATION:  # the classifier's call, not ours
+        pytest.skip(f"curated as {task.task_type.type}")
+    out = tmp_path / "out"
+    rc = main(["workload", "--plan-only", "--tasks", str(tasks), "--out", str(out),
+               "--repo-path", f"{task.framework}={repo.path}"])  # fmt: skip
+    assert rc == 0
+    plan = json.loads(tdir.path(TaskFile.WORKLOAD).read_text())
+    assert [c["source"] for c in plan["calls"]] == ["benchmark_script"] * 3
+    summary = json.loads((out / "workload_summary.json").read_text())
+    assert list(summary["planned"]) == [tdir.id]
+    assert "workloads of 1 tasks" in capsys.readouterr().out
+    # without CUDA the measurement is skipped with one line, not an error
+    rc = main(["workload", "--tasks", str(tasks), "--out", str(out),
+               "--repo-path", f"{task.framework}={repo.path}"])  # fmt: skip
+    assert rc == 0 and "no CUDA device" in capsys.readouterr().err
