@@ -74,16 +74,8 @@ def summary_table(plans: dict[str, Workload], skipped: dict[str, str]) -> Any:
     from rich.table import Table
 
     table = Table(title=f"workloads of {len(plans)} tasks")
-    for col in (
-        "framework",
-        "tasks",
-        "benchmark_script",
-        "model_config",
-        "scaled_test_call",
-        "none",
-        "cold_wall_time",
-    ):
-        table.add_column(col)
+    for col in ("framework", "tasks", "bench script", "model cfg", "scaled call", "none", "cold"):
+        table.add_column(col, no_wrap=col == "framework")
     by_fw: dict[str, Counter[str]] = {}
     for tid, plan in plans.items():
         c = by_fw.setdefault(tid.split("__", 1)[0], Counter())

@@ -173,15 +173,32 @@ def target_names(task: Task) -> TargetNames:
     )
 
 
+def defined_names(view: TreeView, files: set[str]) -> frozenset[str]:
+    """The top-level functions and classes of the target files at the base commit."""
+    out: set[str] = set()
+    for text in view.read(sorted(files)).values():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        out |= {
+            n.name
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("_")
+        }
+    return frozenset(out)
+
+
 def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
     scripts = sorted(p for p in view.paths() if is_benchmark_script(p))
     if not scripts:
         return [], "no benchmark scripts in the repository"
     tn = target_names(task)
+    defined = defined_names(view, {t.file for t in task.targets} | {k.file for k in task.kernels})
     texts = view.read(scripts)
     notes: list[str] = []
     for path in scripts:
-        found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.stems, tn.names)
+        found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.stems, tn.names, defined)
         if why:
             notes.append(why)
         calls: list[WorkloadCall] = []

@@ -23,9 +23,10 @@ import contextlib
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eval.workload_inputs import rule_for
 from eval.workload_model import ArgSpec, Entry, EntryKind
 
 SCRIPT_PATTERNS = (
@@ -279,26 +280,38 @@ def _imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
 
 
 def relevance(
-    tree: ast.Module, modules: set[str], stems: set[str], names: set[str]
+    tree: ast.Module,
+    modules: set[str],
+    stems: set[str],
+    names: set[str],
+    defined: frozenset[str] = frozenset(),
 ) -> dict[str, tuple[str, str]]:
     """The imports of the script that reach the task's code: a target name, a name from a
-    target's module, or a name from a module whose last component is a target file's stem."""
+    target's module, a name from a module whose last component is a target file's stem, or a
+    name that a target file defines imported from a package above it (`from fla.ops.gla import
+    chunk_gla`, defined in `fla/ops/gla/chunk.py`)."""
     found = {}
     for local, (module, name) in _imports(tree).items():
-        if name in names or module in modules or module.rsplit(".", 1)[-1] in stems:
+        above = name in defined and any(m.startswith(module + ".") for m in modules)
+        if name in names or module in modules or module.rsplit(".", 1)[-1] in stems or above:
             found[local] = (module, name)
     return found
 
 
 def find_calls(
-    path: str, text: str, modules: set[str], stems: set[str], names: set[str]
+    path: str,
+    text: str,
+    modules: set[str],
+    stems: set[str],
+    names: set[str],
+    defined: frozenset[str] = frozenset(),
 ) -> tuple[list[ScriptCall], str]:
     """The script's calls of the task's code, or why there are none."""
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
         return [], f"{path}:{exc.lineno}: does not parse"
-    reach = relevance(tree, modules, stems, names)
+    reach = relevance(tree, modules, stems, names, defined)
     if not reach:
         return [], ""
     sweeps = _sweeps(tree)
@@ -386,6 +399,7 @@ def _dtype_name(v: Any) -> str:
 def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
     """The tensor an expression builds (`torch.randn(M, N, dtype=...)` and friends)."""
     grad = False
+    squeeze: list[int] = []
     outer = node
     while (
         isinstance(outer, ast.Call)
@@ -394,6 +408,8 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
     ):
         if outer.func.attr == "requires_grad_":
             grad = True
+        if outer.func.attr == "squeeze" and outer.args:
+            squeeze.append(_literal(outer.args[0], env))
         outer = outer.func.value
     logsig = False
     if isinstance(outer, ast.Call) and _dotted(outer.func).endswith("logsigmoid") and outer.args:
@@ -445,6 +461,9 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
     for a in args:
         v = _literal(a, env)
         shape.extend(int(x) for x in (v if isinstance(v, tuple | list) else [v]))
+    for d in squeeze:
+        if -len(shape) <= d < len(shape) and shape[d] == 1:
+            del shape[d]
     if logsig:
         rule = "logsigmoid"
     return TensorValue(tuple(shape), _dtype_name(dtype), rule, params, grad)
@@ -507,6 +526,11 @@ def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], 
         except Unknown:
             value = _literal(node, env)
         if isinstance(value, TensorValue):
+            by_name = rule_for(name, value.dtype)
+            if value.rule == "index" and by_name in ("labels", "offsets", "topk"):
+                high = value.params.get("high") or 2
+                total = math.prod(value.shape) if value.shape else 1
+                value = replace(value, rule=by_name, params={"high": high, "total": total})
             specs.append(
                 ArgSpec(
                     name,

@@ -506,3 +506,31 @@ def test_plan_only_command_writes_workloads_and_a_summary(tmp_path: Path, capsys
     rc = main(["workload", "--tasks", str(tasks), "--out", str(out),
                "--repo-path", f"{task.framework}={repo.path}"])  # fmt: skip
     assert rc == 0 and "no CUDA device" in capsys.readouterr().err
+
+
+def test_a_name_imported_from_a_package_above_the_target_and_valid_labels() -> None:
+    from eval.workload_scripts import evaluate, find_calls
+
+    script = """import torch
+from pkg.ops import rowscale
+
+
+def bench(input):
+    BT, V = input.x, input.extra_benchmark_config["V"]
+    x = torch.randn(BT, V, dtype=torch.float32, device="cuda")
+    target = torch.randint(V, (BT, 1), device="cuda").squeeze(1)
+    return rowscale(x, target)
+
+
+common_configs = {"x_name": "BT", "x_values": [1024], "extra_benchmark_configs": [{"V": 512}]}
+"""
+    modules = {"pkg.ops.rowscale"}
+    none, _ = find_calls("benchmarks/b.py", script, modules, {"rowscale_impl"}, set())
+    assert none == []  # the package is above the target, but nothing says the name is in it
+    calls, why = find_calls("benchmarks/b.py", script, modules, set(), set(),
+                            frozenset({"rowscale"}))  # fmt: skip
+    assert why == "" and len(calls) == 1
+    _, args = evaluate(calls[0], calls[0].sweeps[0])
+    x, target = args
+    assert x.shape == (1024, 512) and target.shape == (1024,)
+    assert target.rule == "labels" and target.params["high"] == 512
