@@ -173,6 +173,12 @@ def test_hardware_from_code_and_tests() -> None:
     fla = detect({"fla/ops/gla/backends/triton_ascend/chunk.py": b"import triton\n"}, {})
     assert fla.vendor is Vendor.ASCEND
     assert detect({"pkg/ops/chip_amd.py": b""}, {}).vendor is Vendor.AMD
+    # flash-linear-attention #1071 changed the generic kernel and its Ascend twin: the NVIDIA
+    # tests exercise the generic one, so the task runs on one NVIDIA GPU.
+    mixed = detect(
+        {"fla/modules/backends/triton_ascend/norm.py": b"", "fla/modules/norm.py": b""}, {}
+    )
+    assert mixed.single_nvidia_gpu and "NVIDIA runs it" in mixed.evidence[-1]
     assert detect({"pkg/ops/hipster.py": b""}, {}).vendor is Vendor.NVIDIA  # a word, not a part
     npu2 = detect({"pkg/x.py": b"import torch\nimport torch_npu\n"}, {})
     assert npu2.vendor is Vendor.ASCEND and "pkg/x.py:2" in npu2.evidence[0]
