@@ -135,10 +135,13 @@ def _expected(tdir: TaskDir, variant: Variant) -> tuple[str, ...]:
 
 
 def _cache(settings: RunSettings, task: Task, variant: Variant) -> Path:
-    """A prediction's writes to the Triton cache never reach a trusted run's cache."""
+    """A prediction's writes to the Triton cache never reach a trusted run's cache, and tasks
+    run side by side never share one: on the H200, five tasks compiling into one shared cache
+    lost a run to a `FileNotFoundError` on Triton's `tmp.pid_*` directory (the runs of one task
+    are sequential, so a cache per task and trust level has one writer at a time)."""
     root = settings.cache_root or default_cache()
     trusted = variant is not Variant.PREDICTION
-    path = root / "trusted" if trusted else root / "predictions" / task.task_id
+    path = root / ("trusted" if trusted else "predictions") / task.task_id
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -227,3 +227,22 @@ def test_missing_prediction_counts_in_the_denominator(task_env, tmp_path: Path) 
     assert eval_main(argv) == 1  # nothing ran: the report is written, and the exit code says so
     report = json.loads((out / "report.json").read_text())["report"]
     assert (report["tasks"], report["completed"], report["tcr"]) == (1, 0, 0.0)
+
+
+def test_tasks_side_by_side_never_share_a_triton_cache(task_env, tmp_path: Path) -> None:
+    """Five tasks compiling into one shared trusted cache lost a run on the H200
+    (`FileNotFoundError` on Triton's tmp.pid_* directory): each task has its own cache, and a
+    prediction's never is a trusted run's."""
+    from dataclasses import replace
+
+    from eval.backends import _cache
+
+    _repo, _work, tasks = task_env
+    task = only_task(tasks).load_task()
+    other = replace(task, task_id=task.task_id + "_other")
+    settings = RunSettings(cache_root=tmp_path / "tc")
+    gold, base = _cache(settings, task, Variant.GOLD), _cache(settings, task, Variant.BASE)
+    assert gold == base  # one task's runs are sequential: they share their compiled kernels
+    assert _cache(settings, other, Variant.GOLD) != gold
+    assert _cache(settings, task, Variant.PREDICTION) not in (gold, gold.parent)
+    assert not gold.is_relative_to(_cache(settings, task, Variant.PREDICTION))
