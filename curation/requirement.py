@@ -23,7 +23,7 @@ import re
 import textwrap
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from curation.errors import RequirementError
 from curation.model import ContextItem, TargetKernel, Task, TaskType
@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 SECTIONS = ("## Goal", "## Where", "## Interface", "## Constraints", "## How it is checked")
 GOAL_MAX_CHARS = 700
+DOC_MAX_LINES = 12  # a new target's docstring, quoted up to this many lines
+CONTEXT_MAX_NAMES = 6  # names shown per context file
 _TRIVIAL_LINE = 12  # shorter stripped lines (`else:`, `)`, `return x`) prove nothing
 
 _TYPE_GOAL = {
@@ -314,10 +316,10 @@ def _render(task: Task, *, with_body: bool) -> str:
             *(f"> {x}" if x else ">" for x in body.split("\n")),
         ]
     out += ["", "## Where"]
-    out += [f"- {_where(k)}" for k in task.kernels]
+    out += [f"- {_where(k, with_wrappers=not task.targets)}" for k in task.kernels]
     names = {k.name for k in task.kernels}
     shown = [
-        f"`{path}`: " + ", ".join(f"`{i.name}`" for i in (*ctx.classes, *ctx.functions))
+        f"`{path}`: " + _capped([i.name for i in (*ctx.classes, *ctx.functions)])
         for path, ctx in sorted(task.context.items())
         if any(i.name not in names for i in (*ctx.classes, *ctx.functions))
     ]
@@ -345,7 +347,7 @@ def _safe_body(task: Task, max_chars: int, *, first_only: bool = True) -> str:
     return body
 
 
-def _where(k: TargetKernel) -> str:
+def _where(k: TargetKernel, *, with_wrappers: bool = True) -> str:
     what = {
         "template": "Triton template",
         "assigned": "Triton kernel (built with `triton.jit(fn)`)",
@@ -365,7 +367,7 @@ def _where(k: TargetKernel) -> str:
         text = f"move the {what} `{k.name}` from `{k.old_file}` to `{k.file}`"
     else:
         text = f"modify the {what} `{k.name}` in `{k.file}`"
-    if k.wrappers:
+    if k.wrappers and with_wrappers:
         text += "; launched by " + ", ".join(f"`{w}`" for w in k.wrappers)
     return text + "."
 
@@ -407,52 +409,68 @@ def _interface(task: Task) -> list[str]:
         wrappers.setdefault(item.name, item)
         wrappers.setdefault(item.name.rsplit(".", 1)[-1], item)
     out: list[str] = []
+    # A specification, not a dump: one line per signature, and nothing the starting tree
+    # already shows (base signatures and autotune configurations are in it).
     for k in task.kernels:
         out += ["", f"### `{k.name}`"]
-        if k.signature_before:
-            shown = header(k.before_src) or k.signature_before
-            out += ["Signature at the base commit:", "```python", shown, "```"]
+        if k.signature_before and not task.targets:  # no setup state: say where it starts
+            base = _one_line(header(k.before_src) or k.signature_before)
+            out.append(f"Signature at the base commit: `{base}`")
         if k.change != "deleted" and k.signature_after and _signature_changed(k):
-            label = "Required signature:" if k.signature_before else "Required signature (new):"
-            out += [label, "```python", header(k.after_src) or k.signature_after, "```"]
+            label = "Required signature" if k.signature_before else "Signature (new)"
+            head = header(k.after_src) or k.signature_after
+            if "#" in head:  # its parameters carry comments (dtypes, shapes): keep them
+                out += [f"{label}:", "```python", head, "```"]
+            else:
+                out.append(f"{label}: `{_one_line(head)}`")
         elif k.signature_before and k.change != "deleted":
-            out.append("Keep this signature.")
+            out.append("Keep its signature.")
         doc = docstring(k.after_src) if k.change == "added" else None
         if doc:
-            out += ["What it computes (its documentation):", *(f"> {x}" for x in doc.splitlines())]
-        if k.constexpr_params:
-            out.append("Compile-time (`tl.constexpr`) parameters: " + _names(k.constexpr_params))
-        if k.autotune_configs_before:
+            lines = doc.splitlines()
+            more = (
+                [f"> ({len(lines) - DOC_MAX_LINES} more lines)"]
+                if len(lines) > DOC_MAX_LINES
+                else []
+            )
+            out += ["What it computes (its documentation):",
+                    *(f"> {x}" for x in lines[:DOC_MAX_LINES]), *more]  # fmt: skip
+        if k.autotune_configs_before and not task.targets:
             out += ["Autotune configurations at the base commit:", "```python"]
             out += [k.autotune_configs_before.rstrip(), "```"]
-        for w in k.wrappers:
-            if w in wrappers:
-                out.append(f"Launch wrapper `{w}`: `{_one_line(wrappers[w].signature)}`")
+        launched = [f"`{w}`: `{_one_line(wrappers[w].signature)}`" for w in k.wrappers
+                    if w in wrappers]  # fmt: skip
+        if launched:
+            out.append("Launched by " + "; ".join(launched))
     return out[1:] if out and out[0] == "" else out
 
 
 def _constraints(task: Task) -> list[str]:
     out: list[str] = []
+    relaunch: list[str] = []
+    keep: list[str] = []
     for k in task.kernels:
         base = _base_constexprs(k)
         if base:
             out.append(
                 f"- `{k.name}`: {_names(base)} {'is' if len(base) == 1 else 'are'} "
-                "`tl.constexpr` at the base commit; `tl.arange` extents must be compile-time "
-                "powers of two."
+                "`tl.constexpr` at the base commit."
             )
         facts = _source_facts(k.before_src or "")
         if facts:
             out.append(f"- The base `{k.name}` " + "; ".join(facts) + ".")
         if k.wrappers and k.change != "deleted":
-            ws = _names(k.wrappers)
-            if k.change == "added" or _signature_changed(k):
-                out.append(
-                    f"- {ws} must launch the new signature of `{k.name}`; keep the wrappers' "
-                    "own signatures compatible with their callers."
-                )
-            else:
-                out.append(f"- Keep the signature of {ws} unchanged: callers rely on it.")
+            changed = k.change == "added" or _signature_changed(k)
+            (relaunch if changed else keep).extend(w for w in k.wrappers if w not in relaunch)
+    if any(_base_constexprs(k) for k in task.kernels):
+        out.append("- `tl.arange` extents must be compile-time powers of two.")
+    if relaunch:
+        out.append(
+            f"- {_names(dict.fromkeys(relaunch))} must launch the new kernel signatures; keep "
+            "the wrappers' own signatures compatible with their callers."
+        )
+    if kept := [w for w in dict.fromkeys(keep) if w not in relaunch]:
+        out.append(f"- Keep the signature of {_names(kept)} unchanged: callers rely on it.")
     out.append(
         "- Results must match the reference within the tolerances of the framework's tests, "
         "for every dtype and shape they cover."
@@ -574,12 +592,20 @@ def _lines(sources: Iterable[str | None]) -> set[str]:
     }
 
 
+def _capped(names: Sequence[str], most: int = CONTEXT_MAX_NAMES) -> str:
+    """`a`, `b`, ... and N more: the context list names what is there, it does not list it all."""
+    shown = ", ".join(f"`{n}`" for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def _names(names: Iterable[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """A (multi-line) header on one line: `def f(a, b):`, not `def f( a, b, ):`."""
+    flat = " ".join(text.split())
+    return re.sub(r",?\s*\)", ")", re.sub(r"\(\s+", "(", flat))
 
 
 def _unfence(text: str) -> str:

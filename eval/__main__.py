@@ -16,7 +16,8 @@ from eval.errors import EvalError
 from mining.errors import MiningError
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _selection(p: argparse.ArgumentParser) -> None:
+    """Which tasks, and where their frameworks' sources are."""
     p.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
     p.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
     p.add_argument(
@@ -29,6 +30,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="repository (clone, mirror or `eval bundle` output) of a framework (repeatable)",
     )  # fmt: skip
     p.add_argument("--work", type=Path, default=Path("work"), help="mining work dir (repo paths)")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    _selection(p)
     p.add_argument("--backend", choices=("local", "docker"), default="local")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per test run")
     p.add_argument("--max-test-files", type=int, default=4, help="test files per run (PR's first)")
@@ -123,14 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the setup state) has them, in the form a model answers; scoring them checks the "
         "benchmark: the gold completes every verified task, the setup state none.",
     )
-    orc.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
-    orc.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
-    orc.add_argument("--task-file", type=Path, help="only the task ids this file lists")
-    orc.add_argument(
-        "--repo-path", action="append", default=[], metavar="NAME=PATH",
-        help="repository (clone, mirror or `eval bundle` output) of a framework (repeatable)",
-    )  # fmt: skip
-    orc.add_argument("--work", type=Path, default=Path("work"), help="mining work dir")
+    _selection(orc)
     orc.add_argument("--from", dest="oracle", choices=("gold", "setup"), required=True)
     orc.add_argument("--out", type=Path, required=True, help="predictions.jsonl to write")
     wl = sub.add_parser(
@@ -142,14 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--predictions) on a GPU, alternating, on the same inputs: workload_result.json and "
         "the optimization gate's verdict. Resumable: tasks with a result are skipped.",
     )
-    wl.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
-    wl.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
-    wl.add_argument("--task-file", type=Path, help="only the task ids this file lists")
-    wl.add_argument(
-        "--repo-path", action="append", default=[], metavar="NAME=PATH",
-        help="repository (clone, mirror or `eval bundle` output) of a framework (repeatable)",
-    )  # fmt: skip
-    wl.add_argument("--work", type=Path, default=Path("work"), help="mining work dir")
+    _selection(wl)
     wl.add_argument("--plan-only", action="store_true", help="write workload.json, time nothing")
     wl.add_argument(
         "--all-types", action="store_true",

@@ -227,7 +227,7 @@ def test_template_constraints_come_from_the_base_source():
     assert "masks its loads/stores" in constraints and "float32" in constraints
     assert "tl.dot" not in constraints
     # The kernel's signature changes, so its wrapper has to launch the new one.
-    assert "`fused_add_rms_norm` must launch the new signature" in constraints
+    assert "`fused_add_rms_norm` must launch the new kernel signatures" in constraints
 
 
 def test_clean_pr_body_of_an_unfilled_template_is_empty():
