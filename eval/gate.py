@@ -57,11 +57,25 @@ def environment_label(env: Environment) -> str:
     return f"{env.gpu}; torch {env.torch}; triton {env.triton}; packages {env.packages_sha[:12]}"
 
 
-def workload_verdict(result: WorkloadResult) -> tuple[bool, str]:
-    """Whether an optimization's workload shows the gold's gain, and the measured ratio."""
+def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tuple[bool, str]:
+    """Whether an optimization's workload shows the gold's gain, and the measured ratio. With
+    the task's kernel names, a size whose gold call launched none of them does not time the
+    task (on the H200, Liger-Kernel #1000's largest size tied to 0.1%)."""
     broken = [f"{c.label}: {c.error}" for c in result.calls if c.error]
     if broken:
         return False, f"workload failed ({broken[0][:200]})"
+    wanted = set(kernels)
+    missed = [
+        c
+        for c in result.calls
+        if wanted and c.gold_launched is not None and not wanted & set(c.gold_launched)
+    ]
+    if missed:
+        seen = ", ".join(missed[0].gold_launched or ()) or "no Triton kernel"
+        return False, (
+            f"workload: the gold's {missed[0].label} call launches no target kernel "
+            f"(it launched {seen[:200]})"
+        )
     base, gold = result.base_total_ms, result.gold_total_ms
     if not base or not gold:
         return False, "workload: base or gold not timed"
@@ -146,7 +160,7 @@ def decide(
         if workload is None:
             why = "optimization: no workload measured yet (the gold must be faster on a workload)"
             return verdict(VerificationStatus.UNVERIFIED, why), *lists
-        ok, why = workload_verdict(workload)
+        ok, why = workload_verdict(workload, [k.name for k in task.kernels])
         why = f"{len(p2p) + len(f2p)} tests pass with the gold; {why}"
         status = VerificationStatus.VERIFIED if ok else VerificationStatus.UNVERIFIED
         return verdict(status, why), *lists

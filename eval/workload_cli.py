@@ -229,7 +229,7 @@ def _record_verdict(tdir: TaskDir, result: WorkloadResult, rejudge: Any) -> str:
     if ref is None or not ref.node_ids:
         from eval.gate import workload_verdict
 
-        ok, why = workload_verdict(result)
+        ok, why = workload_verdict(result, [k.name for k in tdir.load_task().kernels])
         return f"; workload {'passes' if ok else 'fails'} the gate ({why}); no reference run"
     new, verdict = rejudge(tdir.load_task(), ref, result)
     tdir.store(TaskFile.REFERENCE, new)

@@ -130,6 +130,43 @@ def _tensors(x: Any) -> list[Any]:
     return []
 
 
+class LaunchLog:
+    """The names of the Triton kernels launched while it is active (`JITFunction.run`, and the
+    interpreter's `run` under TRITON_INTERPRET=1): whether a size reaches the task's kernels."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self._restore: list[tuple[type, Any]] = []
+
+    def __enter__(self) -> LaunchLog:
+        from triton.runtime import jit
+
+        classes: list[type] = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            original = cls.__dict__.get("run")
+            if original is None:
+                continue
+            self._restore.append((cls, original))
+
+            def run(kernel: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                self.names.add(getattr(getattr(kernel, "fn", None), "__name__", "") or "?")
+                return _original(kernel, *args, **kwargs)
+
+            cls.run = run  # type: ignore[attr-defined]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for cls, original in reversed(self._restore):
+            cls.run = original
+        self._restore.clear()
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     timing, inputs = _load_project()
     import torch
@@ -158,7 +195,10 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             if job.get("save_outputs") and job["metric"] != "cold_wall_time":
                 # before any timing: a kernel that accumulates into its arguments would give
                 # outputs that depend on how many repetitions ran
-                torch.save(call.outputs(inputs), out_dir / f"outputs-{i}.pt")
+                with LaunchLog() as launched:
+                    saved = call.outputs(inputs)
+                row["launched"] = sorted(launched.names)
+                torch.save(saved, out_dir / f"outputs-{i}.pt")
                 row["outputs"] = f"outputs-{i}.pt"
             if job["metric"] == "cold_wall_time":
                 if cuda:

@@ -134,6 +134,8 @@ class CallResult:
     flops: int = 0
     gold_efficiency: float | None = None  # achieved fraction of the H200 peak (bytes or FLOPs)
     error: str = ""  # a variant that failed on this call: which, and its last line
+    # the Triton kernels the gold's call launched (its untimed outputs call); None: not recorded
+    gold_launched: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

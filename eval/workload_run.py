@@ -171,6 +171,7 @@ def measure(
     errors: list[str] = ["" for _ in workload.calls]
     outputs: dict[Variant, list[dict[str, Any] | None]] = {}
     warm = settings.triton_cache or scratch / "triton-cache"
+    launched: list[tuple[str, ...] | None] = []
     for r in range(rounds):
         for v in order if r % 2 == 0 else order[::-1]:
             cache = warm / str(v)
@@ -186,6 +187,11 @@ def measure(
                 if row.get("error"):
                     errors[i] = errors[i] or f"{v}: {row['error']}"
                 times[v][i] += [float(t) for t in row.get("times_ms", [])]
+            if v is Variant.GOLD and not launched:
+                launched = [
+                    tuple(row["launched"]) if "launched" in row else None
+                    for row in result.get("calls", [])
+                ]
             if v not in outputs:
                 outputs[v] = [
                     _load_outputs(trees[v] / row["outputs"]) if row.get("outputs") else None
@@ -222,6 +228,7 @@ def measure(
                     call.bytes_moved, call.flops, gold.median_ms if gold else None
                 ),
                 error=errors[i],
+                gold_launched=launched[i] if i < len(launched) else None,
             )
         )
     return summarize_result(task.task_id, workload.metric, calls, environment)

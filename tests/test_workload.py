@@ -387,6 +387,21 @@ def test_the_gate_refuses_a_gain_it_cannot_trust(result, words: str) -> None:
     assert not ok and words in why
 
 
+def test_a_size_whose_gold_launches_no_target_does_not_count() -> None:
+    """Liger-Kernel #1000's largest size tied to 0.1% on the H200: a call that never reaches
+    the task's kernels times something else."""
+    good = _result(base=1.0, gold=0.5)
+    first, last = good.calls
+    launched = (replace(first, gold_launched=("_rms_norm_backward_kernel", "_fwd")),
+                replace(last, gold_launched=("_fwd",)))  # fmt: skip
+    result = replace(good, calls=launched)
+    ok, why = workload_verdict(result, ["_rms_norm_backward_kernel"])
+    assert not ok and "large call launches no target kernel" in why and "_fwd" in why
+    assert workload_verdict(result)[0]  # no kernel names given: not checked
+    reached = replace(good, calls=(launched[0], replace(last, gold_launched=None)))
+    assert workload_verdict(reached, ["_rms_norm_backward_kernel"])[0]  # not recorded: no claim
+
+
 def test_decide_uses_the_workload_for_optimization_tasks(tmp_path: Path) -> None:
     _, _, tdir = _task_repo(tmp_path, {})
     task = tdir.load_task()
@@ -472,6 +487,9 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(tmp_path: Path) ->
         assert c.base is not None and c.gold is not None and c.base.reps >= 6
         assert c.base_matches is True  # w * x == x * w
     assert result.base_total_ms and result.gold_total_ms and result.speedup
+    # the harness saw which Triton kernels each size launched: the wrapper and the bare kernel
+    # both reach the target
+    assert [c.gold_launched for c in result.calls] == [("rowscale_kernel",)] * 2
     # a prediction that computes something else is caught by the comparison
     kernel = "@triton.jit\n" + ROWSCALE.split("@triton.jit\n")[1].split("\n\n\ndef ")[0]
     wrong = {
