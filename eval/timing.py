@@ -17,6 +17,7 @@ import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 MIN_FLUSH_BYTES = 256 * 2**20
 _ESTIMATE_CALLS = 5  # timed warm-up calls that estimate the per-call time
@@ -74,20 +75,10 @@ def _quantile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def bench(
-    fn: Callable[[int], object],
-    *,
-    n_inputs: int = 1,
-    warmup_ms: float = 25,
-    rep_ms: float = 100,
-    min_reps: int = 10,
-    max_reps: int = 1000,
-    flush_l2: bool = True,
-) -> BenchResult:
-    """Time `fn(i)` (which launches work on input set `i`) on the current CUDA device."""
-    times = bench_times(fn, n_inputs=n_inputs, warmup_ms=warmup_ms, rep_ms=rep_ms,
-                        min_reps=min_reps, max_reps=max_reps, flush_l2=flush_l2)  # fmt: skip
-    return summarize(times)
+def bench(fn: Callable[[int], object], **options: Any) -> BenchResult:
+    """Time `fn(i)` (which launches work on input set `i`) on the current CUDA device: the
+    median and spread of `bench_times(fn, **options)`."""
+    return summarize(bench_times(fn, **options))
 
 
 def bench_times(
