@@ -449,8 +449,10 @@ def _constraints(task: Task) -> list[str]:
     out: list[str] = []
     relaunch: list[str] = []
     keep: list[str] = []
+    constexprs = False
     for k in task.kernels:
         base = _base_constexprs(k)
+        constexprs = constexprs or bool(base)
         if base:
             out.append(
                 f"- `{k.name}`: {_names(base)} {'is' if len(base) == 1 else 'are'} "
@@ -461,8 +463,8 @@ def _constraints(task: Task) -> list[str]:
             out.append(f"- The base `{k.name}` " + "; ".join(facts) + ".")
         if k.wrappers and k.change != "deleted":
             changed = k.change == "added" or _signature_changed(k)
-            (relaunch if changed else keep).extend(w for w in k.wrappers if w not in relaunch)
-    if any(_base_constexprs(k) for k in task.kernels):
+            (relaunch if changed else keep).extend(k.wrappers)
+    if constexprs:
         out.append("- `tl.arange` extents must be compile-time powers of two.")
     if relaunch:
         out.append(
