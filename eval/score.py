@@ -238,8 +238,8 @@ def score_task(
         t_base, t_gold, t_pred = wl.base_total_ms, wl.gold_total_ms, wl.prediction_total_ms
         if any(c.prediction_matches is False for c in wl.calls):
             flags.append("workload_outputs_differ")
-        moved = sum(c.bytes_moved for c in wl.calls)
-        efficiency = perf_efficiency(moved, 0, t_pred)
+        moved, flops = sum(c.bytes_moved for c in wl.calls), sum(c.flops for c in wl.calls)
+        efficiency = perf_efficiency(moved, flops, t_pred)
     perf = perf_score(exec_ok and not flags, t_base, t_gold, t_pred)
     passed = exec_ok and not flags and (perf.gain_met if optimization else True)
     return TaskScore(
@@ -273,7 +273,7 @@ def score_task(
 def workload_times(run_root: Path, task_id: str) -> WorkloadResult | None:
     """The workload measurement of this scoring run's prediction (`eval workload
     --predictions ... --out RUN`), when one with a timed prediction exists."""
-    path = run_root / task_id / "workload_result.json"
+    path = run_root / task_id / TaskFile.WORKLOAD_RESULT
     if not path.exists():
         return None
     result = read_record(WorkloadResult, path)

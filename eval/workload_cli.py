@@ -182,7 +182,7 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
         for tdir in tdirs:
             bar.advance(job)
             out = (
-                args.out / tdir.id / "workload_result.json"
+                args.out / tdir.id / TaskFile.WORKLOAD_RESULT
                 if preds
                 else tdir.path(TaskFile.WORKLOAD_RESULT)
             )

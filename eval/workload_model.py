@@ -17,10 +17,6 @@ from typing import Any
 
 WORKLOAD_SCHEMA_VERSION = 1
 
-# The H200 as measured on the lent machine (docs/workloads.md): copy bandwidth and bf16 dense
-# matrix throughput. Estimates and efficiencies are fractions of these.
-H200_BYTES_PER_S = 4.3e12
-H200_BF16_FLOPS = 790e12
 MIN_GOLD_US = 100.0  # below this a kernel's time is mostly launch overhead
 
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from curation.model import TargetRole, Task
+from eval.perf_scores import H200_BYTES_PER_S
 from eval.workload_inputs import dtype_kind, rule_for
 from eval.workload_model import (
-    H200_BYTES_PER_S,
     MIN_GOLD_US,
     ArgSpec,
     Entry,

@@ -15,7 +15,7 @@ from curation.model import TaskType, TypeDecision, VerificationStatus
 from curation.taskdir import TaskFile, task_dirs
 from eval.gate import decide, workload_verdict
 from eval.model import Environment, FailureClass, RunResult, TestOutcome, Variant
-from eval.perf_scores import completes_optimization, efficiency, perf_score
+from eval.perf_scores import efficiency, perf_score
 from eval.workload_model import (
     ArgSpec,
     CallResult,
@@ -427,10 +427,10 @@ def test_decide_uses_the_workload_for_optimization_tasks(tmp_path: Path) -> None
 
 def test_the_half_gain_completion_rule_and_the_do_nothing_prediction() -> None:
     # gold 2x faster than base: the bar is 1.5x over the base
-    assert completes_optimization(True, 2.0, 1.0, 2.0 / 1.5)
-    assert not completes_optimization(True, 2.0, 1.0, 2.0 / 1.49)
-    assert not completes_optimization(True, 2.0, 1.0, 2.0)  # the setup state itself
-    assert not completes_optimization(False, 2.0, 1.0, 1.0)  # fast but wrong
+    assert perf_score(True, 2.0, 1.0, 2.0 / 1.5).gain_met
+    assert not perf_score(True, 2.0, 1.0, 2.0 / 1.49).gain_met
+    assert not perf_score(True, 2.0, 1.0, 2.0).gain_met  # the setup state itself
+    assert not perf_score(False, 2.0, 1.0, 1.0).gain_met  # fast but wrong
     s = perf_score(True, 2.0, 1.0, 1.0 * 1.02)  # within 3% of the gold
     assert s.fast_gold and s.fast_1 and s.pmr == pytest.approx(1 / 1.02)
     assert not perf_score(True, 2.0, 1.0, 1.1).fast_gold
