@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import one_line
-from core.files import output_lock, write_json
+from core.files import output_lock, write_json, write_record
 from core.records import from_args
-from curation.model import TaskType
+from curation.model import Task, TaskType
 from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
 from eval.workload_model import Workload, WorkloadResult
@@ -70,7 +70,7 @@ def plan_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> di
     return plans
 
 
-def summary_table(plans: dict[str, Workload], skipped: dict[str, str]) -> Any:
+def summary_table(plans: dict[str, Workload]) -> Any:
     from rich.table import Table
 
     table = Table(title=f"workloads of {len(plans)} tasks")
@@ -131,7 +131,7 @@ def run_workload_command(args: argparse.Namespace) -> int:
             f"{Counter(skipped.values()).most_common(2)})"
         )
     plans = plan_all(args, tdirs, console)
-    Console().print(summary_table(plans, skipped))
+    Console().print(summary_table(plans))
     for reason, n in why_none(plans).most_common():
         print(f"  no workload ({n}): {reason}")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -160,10 +160,10 @@ def run_workload_command(args: argparse.Namespace) -> int:
 def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> int:
     from rich.progress import Progress
 
-    from eval.reference import environment, rejudge
+    from eval.reference import environment
     from eval.score import load_predictions
     from eval.session import EvalSettings, scratch_dir, stores
-    from eval.workload_run import MeasureSettings, measure_task, write_result
+    from eval.workload_run import MeasureSettings, measure_task
 
     preds = load_predictions(args.predictions) if args.predictions else {}
     repos = stores(from_args(EvalSettings, args))
@@ -208,30 +208,31 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
                 failed += 1
                 bar.console.print(f"{tdir.id}: not measured: {one_line(exc)}", markup=False)
                 continue
-            write_result(out, result)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            write_record(out, result)
             done += 1
             line = (
                 f"{tdir.id}: base {result.base_total_ms} ms, gold {result.gold_total_ms} ms, "
                 f"speedup {result.speedup}"
             )
             if not preds:
-                line += _record_verdict(tdir, result, rejudge)
+                line += _record_verdict(tdir, task, result)
             bar.console.print(line, markup=False)
     print(f"{done} workloads measured, {failed} failed")
     return 1 if failed and not done else 0
 
 
-def _record_verdict(tdir: TaskDir, result: WorkloadResult, rejudge: Any) -> str:
+def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     """The gate's verdict with the new workload, when the task has reference runs."""
+    from eval.gate import workload_verdict
     from eval.model import Reference
+    from eval.reference import rejudge
 
     ref = tdir.load(TaskFile.REFERENCE, Reference)
     if ref is None or not ref.node_ids:
-        from eval.gate import workload_verdict
-
-        ok, why = workload_verdict(result, [k.name for k in tdir.load_task().kernels])
+        ok, why = workload_verdict(result, [k.name for k in task.kernels])
         return f"; workload {'passes' if ok else 'fails'} the gate ({why}); no reference run"
-    new, verdict = rejudge(tdir.load_task(), ref, result)
+    new, verdict = rejudge(task, ref, result)
     tdir.store(TaskFile.REFERENCE, new)
     if verdict is not None:
         tdir.record_verification(verdict, ref.node_ids)

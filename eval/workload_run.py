@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core.files import write_atomic
 from core.records import to_json
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
@@ -270,10 +269,6 @@ def summarize_result(
     )
 
 
-def store_workload(tdir: TaskDir, workload: Workload) -> None:
-    tdir.store(TaskFile.WORKLOAD, workload)
-
-
 def measure_task(
     task: Task,
     tdir: TaskDir,
@@ -305,8 +300,3 @@ def measure_task(
         for t in trees.values():
             shutil.rmtree(t, ignore_errors=True)
     return result
-
-
-def write_result(path: Path, result: WorkloadResult) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(to_json(result), indent=1))
