@@ -26,6 +26,20 @@ _SNAPSHOT_LIMIT_BYTES = 4 * 2**30  # a launch with more argument bytes is descri
 # --- describing and copying launch arguments -------------------------------------------------
 
 
+def launching_classes() -> list[type]:
+    """The Triton classes whose `run` launches a kernel: `JITFunction`, and the interpreter's
+    `InterpretedFunction` under TRITON_INTERPRET=1. The test plugin and the workload harness
+    both wrap `run` on exactly these."""
+    from triton.runtime import jit
+
+    classes: list[type] = [jit.JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        return classes
+    return [*classes, InterpretedFunction]
+
+
 def _is_wrapper(v: Any) -> bool:
     return type(v).__name__ == "TensorWrapper" and hasattr(v, "base")  # triton.reinterpret
 

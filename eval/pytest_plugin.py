@@ -29,7 +29,6 @@ how its arguments are copied and how it is replayed is `eval.launch_capture`'s.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
@@ -242,16 +241,14 @@ class KernelWatcher:
     def patch(self) -> None:
         if not self.watches or self.triton_version is None:
             return
-        from triton.runtime import autotuner, jit
+        from triton.runtime import autotuner
+
+        from eval.launch_capture import launching_classes
 
         targets: list[tuple[type, str, Callable[[Any], Any]]] = [
-            (jit.JITFunction, "run", self._wrap_run),
+            *((cls, "run", self._wrap_run) for cls in launching_classes()),
             (autotuner.Autotuner, "_bench", self._wrap_bench),
         ]
-        with contextlib.suppress(ImportError):
-            from triton.runtime.interpreter import InterpretedFunction
-
-            targets.append((InterpretedFunction, "run", self._wrap_run))
         for cls, attr, wrap in targets:
             original = cls.__dict__.get(attr)
             if original is None:

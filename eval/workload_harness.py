@@ -7,8 +7,9 @@ Reads: the job (the workload's calls as JSON, the seed, the metric, where to wri
 variant's tree (imported from the working directory). Writes, in the working directory: the
 result file the job names (per call: repetition times in ms, or the error's last line) and,
 when asked, each call's outputs (`torch.save` of {path: tensor}) for the trusted harness to
-compare. Imports from the project only `eval.timing` and `eval.workload_inputs`, before the
-variant's tree is put on the path.
+compare. Imports from the project only `eval.timing`, `eval.workload_inputs` and
+`eval.launch_capture` (no Triton or torch at their module level), before the variant's tree is
+put on the path.
 
 Rules: every call's inputs come from `seed + call index` on one generator, so base, gold and
 prediction get the same tensors; FULL calls run backward of every floating output with a
@@ -33,13 +34,13 @@ from typing import Any
 _PROJECT = str(Path(__file__).resolve().parents[1])
 
 
-def _load_project() -> tuple[Any, Any]:
+def _load_project() -> tuple[Any, Any, Any]:
     sys.path.insert(0, _PROJECT)
     try:
-        from eval import timing, workload_inputs
+        from eval import launch_capture, timing, workload_inputs
     finally:
         sys.path.remove(_PROJECT)
-    return timing, workload_inputs
+    return timing, workload_inputs, launch_capture
 
 
 def _resolve(entry: dict[str, Any]) -> Any:
@@ -134,21 +135,13 @@ class LaunchLog:
     """The names of the Triton kernels launched while it is active (`JITFunction.run`, and the
     interpreter's `run` under TRITON_INTERPRET=1): whether a size reaches the task's kernels."""
 
-    def __init__(self) -> None:
+    def __init__(self, classes: list[type]) -> None:
         self.names: set[str] = set()
+        self._classes = classes
         self._restore: list[tuple[type, Any]] = []
 
     def __enter__(self) -> LaunchLog:
-        from triton.runtime import jit
-
-        classes: list[type] = [jit.JITFunction]
-        try:
-            from triton.runtime.interpreter import InterpretedFunction
-
-            classes.append(InterpretedFunction)
-        except ImportError:
-            pass
-        for cls in classes:
+        for cls in self._classes:
             original = cls.__dict__.get("run")
             if original is None:
                 continue
@@ -168,7 +161,7 @@ class LaunchLog:
 
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
-    timing, inputs = _load_project()
+    timing, inputs, launch_capture = _load_project()
     import torch
 
     for p in reversed(job.get("syspath") or []):
@@ -195,7 +188,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             if job.get("save_outputs") and job["metric"] != "cold_wall_time":
                 # before any timing: a kernel that accumulates into its arguments would give
                 # outputs that depend on how many repetitions ran
-                with LaunchLog() as launched:
+                with LaunchLog(launch_capture.launching_classes()) as launched:
                     saved = call.outputs(inputs)
                 row["launched"] = sorted(launched.names)
                 torch.save(saved, out_dir / f"outputs-{i}.pt")
