@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from curation.model import TargetRole, Task
+from curation.testsel import module_name
 from eval.perf_scores import H200_BYTES_PER_S
 from eval.workload_inputs import dtype_kind, rule_for
 from eval.workload_model import (
@@ -73,12 +74,6 @@ class TreeView(Protocol):
     def paths(self) -> list[str]: ...
 
     def read(self, paths: Sequence[str]) -> dict[str, str]: ...
-
-
-def module_of(path: str) -> str:
-    """`src/liger_kernel/ops/x.py` -> `liger_kernel.ops.x` (a `src/` layout is stripped)."""
-    stem = path.removesuffix(".py").removeprefix("src/")
-    return stem.replace("/", ".").removesuffix(".__init__")
 
 
 # --- the metric --------------------------------------------------------------------------------
@@ -168,9 +163,8 @@ def target_names(task: Task) -> TargetNames:
     names |= {t.name.split(".")[-1] for t in task.targets}
     names |= {w.split(".")[0] for k in task.kernels for w in k.wrappers}
     names |= {k.name for k in task.kernels}
-    return TargetNames(
-        {module_of(f) for f in files}, {f.rsplit("/", 1)[-1][:-3] for f in files}, names
-    )
+    modules = {m for f in files if (m := module_name(f))}
+    return TargetNames(modules, {f.rsplit("/", 1)[-1][:-3] for f in files}, names)
 
 
 def defined_names(view: TreeView, files: set[str]) -> frozenset[str]:
@@ -417,7 +411,10 @@ def scaled_calls(
     tokens = int(big["shape"][0])
     numel = math.prod(big["shape"])
     renames = dict(renames or {})
-    entry = Entry(module_of(cap.file), cap.kernel, EntryKind.KERNEL)
+    module = module_name(cap.file)
+    if module is None:  # not an importable module path: nothing to call
+        return []
+    entry = Entry(module, cap.kernel, EntryKind.KERNEL)
     grid0 = [int(g) for g in cap.record.get("grid") or [1]]
 
     def at(factor: int) -> WorkloadCall:
