@@ -42,6 +42,9 @@ class TestOutcome:
     outcome: str  # passed | failed | error | skipped
     seconds: float
     message: str = ""  # first line of the failure or skip message
+    # the watched kernels this test launched (the verdict channel's teardown report says so as
+    # the test ends, so a run killed at its time limit still tells which finished tests count)
+    launched: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -355,6 +355,11 @@ class KernelWatcher:
 
     # which test launches what, and the selection cap
 
+    def launched_by(self, nodeid: str) -> list[str]:
+        """The watched kernels that test `nodeid` launched (so far)."""
+        with self._lock:
+            return sorted(w.name for w in self.watches.values() if nodeid in w.nodes)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
         self._node = item.nodeid

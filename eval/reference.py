@@ -198,14 +198,18 @@ def select_node_ids(
     task: Task, tdir: TaskDir, backend: Backend, run_root: Path, caps: SelectionCaps | None = None
 ) -> tuple[tuple[str, ...], RunResult]:
     """One gold run over the task's test files, capped, with the launch capture: the node ids
-    that launched a target kernel and passed, the PR's own tests first."""
+    that launched a target kernel and passed, the PR's own tests first. A run that hit its time
+    limit still gives the tests that finished before."""
     caps = caps or SelectionCaps()
     env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(caps.total),
            "TPB_ISOLATED": "0"}  # fmt: skip
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
                       extra_env=env)  # fmt: skip
     names = target_kernel_names(task)
+    # the session's kernel report, and each test's own report (all there is when the run was
+    # killed at its time limit: the tests that finished before still count)
     launched = {n for k in run.kernels if k.kernel in names for n in k.nodes}
+    launched |= {t.nodeid for t in run.tests if names.intersection(t.launched)}
     passed = [t.nodeid for t in run.tests if t.outcome == "passed" and t.nodeid in launched]
     own = set(task.tests.changed_in_pr)
     ranked = sorted(passed, key=lambda n: (n.split("::", 1)[0] not in own, passed.index(n)))

@@ -40,6 +40,7 @@ from eval.sandbox import (
     stop,
 )
 from eval.verdict import KEY_BYTES, PipeReader, Verdict
+from eval.verdict_plugin.tpb_verdict import SITE_ENV
 
 __all__ = ["PROJECT_ROOT", "RawRun", "classify", "parse_junit", "pytest_command", "raw_run",
            "run_pytest"]  # fmt: skip
@@ -111,6 +112,7 @@ def channel_env(
                 *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)),
             ]
         ),
+        SITE_ENV: os.environ.get("PYTHONPATH", ""),
         "TPB_KERNELS": ",".join(kernels),
         "TPB_ISOLATED": "1" if isolated_timing else "0",
     }

@@ -182,7 +182,8 @@ def _combine(nodeid: str, phases: Mapping[str, Mapping[str, Any]]) -> TestOutcom
         return TestOutcome(nodeid, "error", seconds, "the test process stopped inside this test")
     if "teardown" not in phases:
         return TestOutcome(nodeid, "error", seconds, "the test process stopped in teardown")
-    return TestOutcome(nodeid, "passed", seconds)
+    launched = tuple(str(n) for n in phases["teardown"].get("launched", ()))
+    return TestOutcome(nodeid, "passed", seconds, launched=launched)
 
 
 class PipeReader(threading.Thread):

@@ -246,3 +246,35 @@ def test_tasks_side_by_side_never_share_a_triton_cache(task_env, tmp_path: Path)
     assert _cache(settings, other, Variant.GOLD) != gold
     assert _cache(settings, task, Variant.PREDICTION) not in (gold, gold.parent)
     assert not gold.is_relative_to(_cache(settings, task, Variant.PREDICTION))
+
+
+SLOW_TEST = """import time
+
+import torch
+
+from pkg.ops import add
+
+
+def test_slow():
+    add(torch.ones(4), torch.ones(4))
+    time.sleep(600)
+"""
+
+
+def test_a_selection_run_killed_at_its_limit_keeps_the_tests_that_finished(
+    tmp_path: Path,
+) -> None:
+    # flash-linear-attention's selection runs compile for minutes: one killed at its time limit
+    # still says which tests passed and launched a target before (their teardown reports do)
+    _repo, work, tasks = make_task_env(tmp_path / "env", extra={"tests/test_zz.py": SLOW_TEST})
+    tdir = only_task(tasks)
+    assert "tests/test_zz.py" in tdir.load_task().tests.command
+    argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "1",
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing", "--timeout", "25",
+            "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
+    assert eval_main(argv) == 0
+    ref = from_json(Reference, json.loads((tdir.root / "reference.json").read_text()))
+    assert ref.selection is not None and ref.selection.failure is FailureClass.TIMEOUT
+    assert ref.selection.kernels == ()  # the session's report never came
+    assert ref.node_ids == ("tests/test_values.py::test_values", "tests/test_shape.py::test_shape")
+    assert ref.valid, ref.validity_note

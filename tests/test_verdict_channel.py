@@ -197,3 +197,41 @@ def test_a_real_run_reports_what_junit_would(tmp_path: Path, sandboxed: bool) ->
     assert {t.nodeid: t.outcome for t in raw.tests} == want
     assert want["test_suite.py::test_teardown_error"] == "error"
     assert want["test_suite.py::TestGroup::test_method"] == "passed"
+
+
+def test_a_framework_config_asking_for_xdist_workers_still_reports_every_test(
+    tmp_path: Path,
+) -> None:
+    # Liger-Kernel's pyproject once said `addopts = ["-n", "auto"]`: its tests then ran in xdist
+    # workers and reached the channel as reports of node ids the controller never collected
+    pytest.importorskip("xdist")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "test_suite.py").write_text(SUITE)
+    (tree / "pytest.ini").write_text("[pytest]\naddopts = -n 2 --dist=load\n")
+    raw = run_pytest(tree, ["test_suite.py"], tmp_path / "out", timeout_s=120, policy=None,
+                     isolated_timing=False)  # fmt: skip
+    assert raw.problems == () and raw.ended
+    assert len(raw.tests) == 9 and raw.missing == ()
+
+
+def test_packages_the_harness_installed_beside_the_interpreter_count_as_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # wheels carried to the GPU host go into a --target directory on PYTHONPATH: a test that
+    # compares with numpy from there is not "code from outside the installation"
+    site_dir = tmp_path / "site"
+    (site_dir / "numpy" / "testing").mkdir(parents=True)
+    (site_dir / "numpy" / "__init__.py").write_text("from numpy import testing\n")
+    (site_dir / "numpy" / "testing" / "__init__.py").write_text(
+        "def assert_allclose(a, b):\n    assert a == b\n"
+    )
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "test_np.py").write_text(
+        "def test_np():\n    import numpy.testing\n\n    numpy.testing.assert_allclose(1, 1)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site_dir))
+    raw = run_pytest(tree, ["test_np.py"], tmp_path / "out", timeout_s=120, policy=None,
+                     isolated_timing=False)  # fmt: skip
+    assert raw.tampered == () and [t.outcome for t in raw.tests] == ["passed"]

@@ -46,6 +46,7 @@ import pytest
 MAGIC = "TPB1"
 KEY_BYTES = 32
 MAX_MESSAGE = 4000
+SITE_ENV = "TPB_SITE"  # the harness's own package directories (installed code, like site-packages)
 
 _IDENTITY_MODULES = (
     "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.outcomes",
@@ -247,6 +248,9 @@ def _installation_roots() -> tuple[str, ...]:
     # site directories the interpreter's start-up put on the path (a task's virtual environment
     # sees the host's packages through a path file): installed code too
     paths |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
+    # the harness's own package directories (wheels installed for the run with --target): set
+    # by the harness, read-only in the sandbox, read before any code of the tree runs
+    paths |= set(filter(None, os.environ.get(SITE_ENV, "").split(os.pathsep)))
     for top in _ORIGIN_CHECKS:
         file = getattr(sys.modules.get(top), "__file__", None)
         if file:
@@ -273,12 +277,29 @@ def _hooks(send: Callable[..., None], changes: Callable[[], list[str]]) -> dict[
     they were at import: replacing a class's or this module's attributes later changes nothing
     pytest calls (pluggy holds these functions), and the check reports the replacement."""
     reported: set[str] = set()
+    configs: list[Any] = []
 
     def check() -> None:
         new = [c for c in changes() if c not in reported]
         if new:
             reported.update(new)
             send("tampered", changes=new)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(config: Any) -> None:
+        # One process runs the tests: a framework's `addopts = -n auto` would hand them to
+        # pytest-xdist workers, whose reports reach this channel as the controller's, for node
+        # ids it never collected. xdist decides on `dist` in its own (trylast) configure.
+        if getattr(config.option, "dist", "no") != "no":
+            config.option.dist = "no"
+        configs.append(config)
+
+    def launched(nodeid: str) -> list[str]:
+        watcher = configs[0].pluginmanager.get_plugin("tpb-kernel-watch") if configs else None
+        try:
+            return list(watcher.launched_by(nodeid)) if watcher is not None else []
+        except Exception:  # a broken watch must not hide the verdict
+            return []
 
     def pytest_collectreport(report: Any) -> None:
         if not report.passed:
@@ -299,6 +320,7 @@ def _hooks(send: Callable[..., None], changes: Callable[[], list[str]]) -> dict[
             xfail=bool(getattr(report, "wasxfail", "")),
             seconds=round(float(report.duration), 6),
             message=_message(report),
+            **({"launched": launched(report.nodeid)} if report.when == "teardown" else {}),
         )
         if report.when == "teardown":  # fixtures (monkeypatch) have undone their changes
             check()
@@ -314,8 +336,9 @@ def _hooks(send: Callable[..., None], changes: Callable[[], list[str]]) -> dict[
                 send("kernels", report=None, error=repr(exc)[:MAX_MESSAGE])
         send("end", exitstatus=int(exitstatus))
 
-    return {f.__name__: f for f in (pytest_collectreport, pytest_collection_finish,
-                                    pytest_runtest_logreport, pytest_sessionfinish)}  # fmt: skip
+    hooks = (pytest_configure, pytest_collectreport, pytest_collection_finish,
+             pytest_runtest_logreport, pytest_sessionfinish)  # fmt: skip
+    return {f.__name__: f for f in hooks}
 
 
 _CHANNEL = _open_channel(os.environ)
