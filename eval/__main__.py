@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="node ids kept for the reference runs (default 8)",
     )
     ref.add_argument(
+        "--select-timeout", type=float, metavar="SECONDS",
+        help="selection run's time limit (default: a run's); the tests that finished before "
+        "it still count",
+    )  # fmt: skip
+    ref.add_argument(
         "--jobs", type=int, default=1, help="tasks run side by side (default 1: clean timings)"
     )
     ref.add_argument(

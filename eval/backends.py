@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.frameworks import framework
+from core.frameworks import TestHints, framework
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
@@ -78,12 +78,19 @@ class Backend(Protocol):
         run_index: int,
         prediction: Mapping[str, Any] | None = None,
         extra_env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
     ) -> RunResult: ...
 
 
 def run_targets(task: Task, max_files: int, tree: Path) -> list[str]:
     """What pytest is given: the task's chosen node ids, else its test files (ranked)."""
     return list(task.tests.node_ids) or test_files(task, max_files, tree)
+
+
+def time_limit(settings: RunSettings, hints: TestHints, timeout_s: float | None) -> float:
+    """A run's limit: the one asked for (a selection run's), else the settings' raised to the
+    framework's floor."""
+    return timeout_s if timeout_s is not None else max(settings.timeout_s, hints.min_timeout_s)
 
 
 def framework_env(task: Task) -> dict[str, str]:
@@ -200,6 +207,7 @@ class LocalBackend:
         run_index: int,
         prediction: Mapping[str, Any] | None = None,
         extra_env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
     ) -> RunResult:
         if variant is Variant.PREDICTION and self.settings.sandbox is None:
             raise EvalError("a prediction always runs sandboxed: --no-sandbox is for trusted "
@@ -215,7 +223,7 @@ class LocalBackend:
             tree,
             files,
             run_dir,
-            timeout_s=max(self.settings.timeout_s, hints.min_timeout_s),
+            timeout_s=time_limit(self.settings, hints, timeout_s),
             policy=self.settings.sandbox,
             kernels=[k.name for k in task.kernels],
             extra_env={
@@ -312,6 +320,7 @@ class DockerBackend:
         run_index: int,
         prediction: Mapping[str, Any] | None = None,
         extra_env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
     ) -> RunResult:
         tree = _tree(self.stores, self.scratch, task, tdir, variant, run_index, prediction)
         if isinstance(tree, RunResult):
@@ -338,7 +347,7 @@ class DockerBackend:
         try:
             self._start_with_key(container, key)
             try:
-                status = container.wait(timeout=max(self.settings.timeout_s, hints.min_timeout_s))
+                status = container.wait(timeout=time_limit(self.settings, hints, timeout_s))
                 code: int | None = int(status.get("StatusCode", -1))
             except Exception:  # the SDK raises a requests timeout: kill the whole container
                 timed_out, code = True, None

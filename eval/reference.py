@@ -192,6 +192,7 @@ class SelectionCaps:
     per_test: int = SELECT_PER_TEST  # parametrizations of one test function
     total: int = SELECT_MAX  # tests in the selection run
     keep: int = MAX_NODE_IDS  # node ids kept for the reference runs
+    timeout_s: float | None = None  # the selection run's limit (None: a run's)
 
 
 def select_node_ids(
@@ -204,7 +205,7 @@ def select_node_ids(
     env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(caps.total),
            "TPB_ISOLATED": "0"}  # fmt: skip
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
-                      extra_env=env)  # fmt: skip
+                      extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip
     names = target_kernel_names(task)
     # the session's kernel report, and each test's own report (all there is when the run was
     # killed at its time limit: the tests that finished before still count)

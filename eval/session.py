@@ -47,6 +47,7 @@ class EvalSettings:
     select_per_test: int = 2  # selection run: parametrizations of one test function
     select_max: int = 24  # selection run: tests in all
     max_node_ids: int = 8  # node ids kept for the reference runs
+    select_timeout: float | None = None  # selection run's limit (None: a run's)
     env: list[str] = field(default_factory=list)  # NAME=VALUE set in every test run
     sandbox_memory: float | None = None  # GiB per sandboxed process
     sandbox_full_dev: bool = False
@@ -150,7 +151,8 @@ def run_references(
     from eval.reference import SelectionCaps, run_reference
 
     gpus = gpus_here()
-    caps = SelectionCaps(args.select_per_test, args.select_max, args.max_node_ids)
+    caps = SelectionCaps(args.select_per_test, args.select_max, args.max_node_ids,
+                         args.select_timeout)  # fmt: skip
 
     tdirs = [t for t in select_tasks(args) if args.force or not t.has(TaskFile.REFERENCE)]
     done: list[Reference] = []

@@ -270,11 +270,12 @@ def test_a_selection_run_killed_at_its_limit_keeps_the_tests_that_finished(
     tdir = only_task(tasks)
     assert "tests/test_zz.py" in tdir.load_task().tests.command
     argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "1",
-            "--out", str(tmp_path / "runs"), "--no-isolated-timing", "--timeout", "25",
-            "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing", "--timeout", "120",
+            "--select-timeout", "25", "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
     assert eval_main(argv) == 0
     ref = from_json(Reference, json.loads((tdir.root / "reference.json").read_text()))
     assert ref.selection is not None and ref.selection.failure is FailureClass.TIMEOUT
+    assert 25 <= ref.selection.wall_s < 60  # --select-timeout, not --timeout
     assert ref.selection.kernels == ()  # the session's report never came
     assert ref.node_ids == ("tests/test_values.py::test_values", "tests/test_shape.py::test_shape")
     assert ref.valid, ref.validity_note
