@@ -13,7 +13,9 @@ put on the path.
 
 Rules: every call's inputs come from `seed + call index` on one generator, so base, gold and
 prediction get the same tensors; FULL calls run backward of every floating output with a
-seeded upstream gradient, and their outputs include the inputs' gradients. `kernel_time`
+seeded upstream gradient (made once per input set, outside the timing), and their outputs
+include the inputs' gradients; BACKWARD calls run the forward once per input set, untimed, keep
+its graph and time the backward alone (outputs as FULL, from a fresh forward). `kernel_time`
 times each call with `eval.timing.bench_times` (warm-up, L2 flushed, >= `rep_ms` of work);
 `cold_wall_time` times each call once from a process whose Triton cache the caller emptied,
 compilation and autotuning included. Without CUDA (tests, TRITON_INTERPRET=1) the job must
@@ -83,10 +85,21 @@ class Call:
                 else:
                     pos.append(v)
             self.sets.append((pos, kw, gen))
-        self.full = spec.get("mode") == "full"
+        self.mode = spec.get("mode") or "forward"
+        self.full = self.mode in ("full", "backward")  # gradients are made and compared
+        self.grads: dict[int, list[Any]] = {}  # per input set: made once, outside any timing
+        self.graphs: dict[int, tuple[Any, list[Any], list[Any]]] = {}  # BACKWARD: kept forward
 
     def __call__(self, i: int = 0) -> Any:
-        pos, kw, gen = self.sets[i]
+        if self.mode == "backward":
+            return self._backward_only(i)
+        out = self._forward(i)
+        if self.full:
+            self._backward(i, out)
+        return out
+
+    def _forward(self, i: int) -> Any:
+        pos, kw, _ = self.sets[i]
         if self.full:
             for t in [*pos, *kw.values()]:
                 if getattr(t, "grad", None) is not None:
@@ -94,20 +107,43 @@ class Call:
         out = self.fn(*pos, **kw)
         if self.entry.get("kind") == "kernel":
             out = [*pos, *kw.values()]  # a kernel's outputs are the arguments it writes
-        if self.full:
-            self._backward(out, gen)
         return out
 
-    def _backward(self, out: Any, gen: Any) -> None:
+    def _outs_and_grads(self, i: int, out: Any) -> tuple[list[Any], list[Any]]:
         torch = self.torch
         outs = [t for t in _tensors(out) if t.requires_grad and t.is_floating_point()]
-        if not outs:
-            return
-        grads = [torch.randn(t.shape, generator=gen, device=t.device, dtype=t.dtype) for t in outs]
-        torch.autograd.backward(outs, grads)
+        if i not in self.grads:
+            gen = self.sets[i][2]
+            self.grads[i] = [
+                torch.randn(t.shape, generator=gen, device=t.device, dtype=t.dtype) for t in outs
+            ]
+        return outs, self.grads[i]
+
+    def _backward(self, i: int, out: Any, retain: bool = False) -> None:
+        outs, grads = self._outs_and_grads(i, out)
+        if outs:
+            self.torch.autograd.backward(outs, grads, retain_graph=retain)
+
+    def _backward_only(self, i: int) -> Any:
+        if i not in self.graphs:
+            out = self._forward(i)
+            outs, grads = self._outs_and_grads(i, out)
+            self.graphs[i] = (out, outs, grads)
+        out, outs, grads = self.graphs[i]
+        pos, kw, _ = self.sets[i]
+        for t in [*pos, *kw.values()]:
+            if getattr(t, "grad", None) is not None:
+                t.grad = None
+        if outs:
+            self.torch.autograd.backward(outs, grads, retain_graph=True)
+        return out
 
     def outputs(self, inputs: Any) -> dict[str, Any]:
-        out = dict(inputs.flatten(self(0)))
+        """Outputs (and gradients) of input set 0 from a fresh forward and backward."""
+        out = self._forward(0)
+        if self.full:
+            self._backward(0, out)
+        out = dict(inputs.flatten(out))
         if self.full:
             pos, kw, _ = self.sets[0]
             for j, t in enumerate([*pos, *kw.values()]):

@@ -47,7 +47,10 @@ class EntryKind(StrEnum):
 
 class Mode(StrEnum):
     FORWARD = "forward"  # the call only
-    FULL = "full"  # the call, then backward of its output (the PR changes a backward kernel)
+    FULL = "full"  # the call, then backward of its output (the PR changes forward and backward)
+    # backward of the call's output alone: the forward runs once, untimed, and its graph is
+    # kept (the PR changes only backward kernels)
+    BACKWARD = "backward"
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class ArgSpec:
     params: dict[str, Any] = field(default_factory=dict)  # the rule's parameters (high, ...)
     value: Any = None  # the value of a non-tensor argument
     keyword: bool = False  # passed by name
-    grad: bool = False  # requires_grad (FULL mode: a float input whose gradient is compared)
+    grad: bool = False  # requires_grad (FULL, BACKWARD: a float input whose gradient is compared)
 
 
 @dataclass(frozen=True)

@@ -101,9 +101,13 @@ def choose_metric(task: Task) -> tuple[Metric, str]:
     return Metric.KERNEL_TIME, "default"
 
 
-def backward_task(task: Task) -> bool:
-    """The PR changes a backward kernel: the workload runs forward and backward."""
-    return any(re.search(r"bwd|backward|grad", k.name, re.I) for k in task.kernels)
+def workload_mode(task: Task) -> Mode:
+    """What a call times: the backward alone when every kernel the PR changes is a backward
+    one, forward and backward when some are, else the forward."""
+    backward = [bool(re.search(r"bwd|backward|grad", k.name, re.I)) for k in task.kernels]
+    if backward and all(backward):
+        return Mode.BACKWARD
+    return Mode.FULL if any(backward) else Mode.FORWARD
 
 
 # --- estimates ---------------------------------------------------------------------------------
@@ -116,11 +120,11 @@ def tensor_bytes(a: ArgSpec) -> int:
 
 def estimate(args: Iterable[ArgSpec], mode: Mode) -> tuple[int, float]:
     """(bytes moved, µs at the H200's copy bandwidth): each tensor read once, the largest one
-    written once more (the output); forward and backward touch about three times as much."""
+    written once more (the output); forward and backward touch about three times as much, the
+    backward alone twice."""
     sizes = [tensor_bytes(a) for a in args if a.tensor]
     moved = sum(sizes) + (max(sizes) if sizes else 0)
-    if mode is Mode.FULL:
-        moved *= 3
+    moved *= {Mode.FULL: 3, Mode.BACKWARD: 2}.get(mode, 1)
     return moved, moved / H200_BYTES_PER_S * 1e6
 
 
@@ -203,7 +207,7 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
                 except (Unknown, TypeError, ValueError, IndexError, KeyError):
                     continue
                 entry = replace(sc.entry, init=init)
-                if mode is Mode.FULL:
+                if mode is not Mode.FORWARD:
                     args = [
                         replace(a, grad=a.tensor and dtype_kind(a.dtype) == "float") for a in args
                     ]
@@ -479,7 +483,7 @@ def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[Workloa
 def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Workload:
     """The task's workload from the first source that gives a call."""
     metric, why_metric = choose_metric(task)
-    mode = Mode.FULL if backward_task(task) else Mode.FORWARD
+    mode = workload_mode(task)
     tried: list[str] = []
     calls, note = from_benchmarks(task, view, mode)
     tried.append(f"{Source.BENCHMARK_SCRIPT}: {note}")

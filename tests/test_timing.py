@@ -55,3 +55,32 @@ def test_bench_times_a_torch_op_with_rotation_and_flush() -> None:
     assert set(seen) == {0, 1, 2}
     assert seen[:6] == [0, 1, 2, 0, 1, 2]
     torch.testing.assert_close(outs[1], xs[1] * 2.0)
+
+
+def test_the_gpu_spin_covers_the_hosts_enqueueing_time_within_bounds() -> None:
+    from eval.timing import MAX_BACKLOG_MS, backlog_ms
+
+    assert backlog_ms(0.0) == 0.1
+    assert backlog_ms(2.0) == 3.0
+    assert backlog_ms(1e6) == MAX_BACKLOG_MS
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_available(), reason="needs a CUDA GPU")
+def test_host_overhead_between_small_kernels_is_not_timed() -> None:
+    # 40 tiny kernels enqueued with a Python pause between each: without the spin ahead the
+    # events would time the pauses (about 40 x 0.1 ms); with it the GPU runs them back to back
+    import time
+
+    import torch
+
+    x = torch.randn(1024, device="cuda")
+
+    def fn(i: int) -> None:
+        for _ in range(40):
+            x.mul_(1.0)
+            time.sleep(1e-4)
+
+    slow = bench(fn, rep_ms=20, backlog=False).median_ms
+    fast = bench(fn, rep_ms=20).median_ms
+    assert slow > 3.0 and fast < slow / 4

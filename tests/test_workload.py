@@ -35,6 +35,7 @@ from eval.workload_plan import (
     from_models,
     plan_workload,
     scaled_calls,
+    workload_mode,
 )
 from eval.workload_run import GitTreeView, summarize_result
 from eval.workspace import SourceStore
@@ -552,3 +553,73 @@ common_configs = {"x_name": "BT", "x_values": [1024], "extra_benchmark_configs":
     x, target = args
     assert x.shape == (1024, 512) and target.shape == (1024,)
     assert target.rule == "labels" and target.params["high"] == 512
+
+
+# --- what a call times: forward, forward and backward, or the backward alone ------------------
+
+SCALE_FN = """import torch
+
+CALLS = {"forward": 0, "backward": 0}
+
+
+class _Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        CALLS["forward"] += 1
+        ctx.save_for_backward(x)
+        return x * 3.0
+
+    @staticmethod
+    def backward(ctx, dy):
+        CALLS["backward"] += 1
+        (x,) = ctx.saved_tensors
+        return dy * 3.0 + x * 0.0
+
+
+def scale(x):
+    return _Scale.apply(x)
+"""
+
+
+def test_the_mode_follows_the_kernels_the_pr_changes() -> None:
+    from types import SimpleNamespace as NS
+
+    def task(*names: str):
+        return NS(kernels=[NS(name=n) for n in names])
+
+    assert workload_mode(task("_layer_norm_bwd_kernel", "dx_backward")) is Mode.BACKWARD
+    assert workload_mode(task("_layer_norm_fwd_kernel", "_layer_norm_bwd_kernel")) is Mode.FULL
+    assert workload_mode(task("rowscale_kernel")) is Mode.FORWARD
+
+
+@pytest.mark.parametrize("mode", ["full", "backward"])
+def test_a_backward_call_times_the_backward_alone_with_the_same_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    import importlib
+    import sys
+
+    from eval import workload_inputs
+    from eval.workload_harness import Call
+
+    (tmp_path / "scalefn.py").write_text(SCALE_FN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("scalefn", None)
+    mod = importlib.import_module("scalefn")
+    spec = {"label": "small", "entry": {"module": "scalefn", "name": "scale", "kind": "function"},
+            "args": [{"name": "x", "tensor": True, "shape": [8, 4], "dtype": "float32",
+                      "rule": "normal", "params": {}, "grad": True}], "mode": mode}  # fmt: skip
+    call = Call(torch, workload_inputs, spec, seed=1, device=torch.device("cpu"), n_inputs=2)
+    outs = call.outputs(workload_inputs)
+    assert len(outs) == 2  # the output and the input's gradient
+    grad = next(v for k, v in outs.items() if k.startswith("grad"))
+    torch.testing.assert_close(grad, call.grads[0][0] * 3.0)  # the kept upstream gradient
+    before = dict(mod.CALLS)
+    for r in range(6):
+        call(r % 2)
+    forwards = mod.CALLS["forward"] - before["forward"]
+    assert mod.CALLS["backward"] - before["backward"] == 6
+    # the backward mode runs each input set's forward once and keeps its graph
+    assert forwards == (2 if mode == "backward" else 6)
+    x = call.sets[1][0][0]
+    torch.testing.assert_close(x.grad, call.grads[1][0] * 3.0)  # one backward's, not summed
