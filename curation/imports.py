@@ -20,10 +20,15 @@ from curation.testsel import module_name
 
 
 def top_level_names(source: bytes) -> set[str] | None:
-    """What a module defines at its top level (None when it does not parse)."""
+    """What a module defines at its top level (None when it does not parse, or when it defines
+    names that no statement spells: `from x import *`, a module `__getattr__`, attributes set on
+    `sys.modules[__name__]` or through `globals()`; flash-linear-attention's fla/utils.py
+    registers its lower-case aliases such as `is_intel_alchemist` with setattr)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
+        return None
+    if _dynamic(tree):
         return None
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -38,6 +43,26 @@ def top_level_names(source: bytes) -> set[str] | None:
             for t in targets:
                 names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
     return names
+
+
+def _dynamic(tree: ast.Module) -> bool:
+    """Whether the module makes names at import that no statement spells."""
+    if any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if name == "globals":
+                return True
+        if (
+            isinstance(node, ast.Subscript)
+            and ast.unparse(node.value) == "sys.modules"
+            and ast.unparse(node.slice) == "__name__"
+        ):
+            return True
+    return False
 
 
 def imported_names(source: bytes) -> list[tuple[str, str]]:

@@ -221,6 +221,20 @@ def test_a_name_the_tests_import_that_the_setup_state_lacks_fails_the_check(
     tree = ["pkg/__init__.py", "pkg/ops/__init__.py", "pkg/ops/add.py"]
     got = unresolved_imports(tests, {"pkg/ops/add.py": ADD_KERNEL.encode()}, {}, tree)
     assert got == ("pkg.ops.add.scaled_add",)  # torch is not the framework's: not checked
+    # a module that makes names at import that no statement spells defines an unknown set
+    aliases = (
+        "import sys\n\nIS_FAST = True\n\n\ndef _register():\n"
+        "    mod = sys.modules[__name__]\n    setattr(mod, 'is_fast', mod.IS_FAST)\n\n\n"
+        "_register()\n"
+    )
+    for dynamic in (aliases, "from pkg.ops.impl import *\n",
+                    "def __getattr__(name):\n    return 1\n",
+                    "globals()['is_fast'] = True\n"):  # fmt: skip
+        assert top_level_names(dynamic.encode()) is None, dynamic
+        mods = {"pkg/ops/add.py": dynamic.encode()}
+        assert (
+            unresolved_imports({"t.py": b"from pkg.ops.add import is_fast\n"}, mods, {}, tree) == ()
+        )
     # end to end: a PR whose test imports a name nothing defines
     repo.write("pkg/ops/add.py", ADD_KERNEL.replace("* 2.0", "* 3.0"))
     repo.write(
