@@ -2,12 +2,7 @@
 # Call 3 (2026-12-02, session 3): reference runs (tests) of the three Liger-Kernel optimization
 # tasks whose workloads were measured; the gold and setup states scored as predictions on the
 # six tasks verified in call 1; the do-nothing prediction timed on #945's workload.
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD
-dpkg -x .carry/deb/bubblewrap_*.deb /tmp/bw && export PATH=/tmp/bw/usr/bin:$PATH
-O=${OUT:-/tmp/out}; mkdir -p $O
+. scripts/device_env.sh
 date -u > $O/machine.txt
 DL=${1:-265}
 C=.carry/c3

@@ -3,12 +3,7 @@
 # (flash-linear-attention newest by type + the 17 whose selection timed out on day 1;
 # Liger-Kernel and Megatron-LM never-run ones; Liger #884/#609/#812 whose selection the channel
 # refused; liger #195 and megatron #5944 again for the second-day agreement).
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD
-dpkg -x .carry/deb/bubblewrap_*.deb /tmp/bw && export PATH=/tmp/bw/usr/bin:$PATH
-O=${OUT:-/tmp/out}; mkdir -p $O
+. scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.device_count())'
   nproc; bwrap --version; python3 -m pip show pytest pytest-xdist transformers 2>/dev/null | grep -E "^(Name|Version)"; } > $O/machine.txt 2>&1

@@ -2,12 +2,7 @@
 # Call 2 (2026-12-02, session 3): workloads of 11 Liger-Kernel optimization tasks on a quiet
 # GPU, base and gold and the gold targets as a prediction, alternating (backward-only timing for
 # PRs that change only backward kernels; GPU spin ahead of each repetition).
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD
-dpkg -x .carry/deb/bubblewrap_*.deb /tmp/bw && export PATH=/tmp/bw/usr/bin:$PATH
-O=${OUT:-/tmp/out}; mkdir -p $O
+. scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
   python3 -c 'import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.device_count())'
   nproc; bwrap --version; } > $O/machine.txt 2>&1
