@@ -3,7 +3,7 @@
 # (flash-linear-attention newest by type + the 17 whose selection timed out on day 1;
 # Liger-Kernel and Megatron-LM never-run ones; Liger #884/#609/#812 whose selection the channel
 # refused; liger #195 and megatron #5944 again for the second-day agreement).
-. scripts/device_env.sh
+. scripts/device_env.sh  # the preamble that ran, moved there unchanged
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.device_count())'
   nproc; bwrap --version; python3 -m pip show pytest pytest-xdist transformers 2>/dev/null | grep -E "^(Name|Version)"; } > $O/machine.txt 2>&1

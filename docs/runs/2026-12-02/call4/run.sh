@@ -2,7 +2,7 @@
 # Call 2 (2026-12-02, session 3): workloads of 11 Liger-Kernel optimization tasks on a quiet
 # GPU, base and gold and the gold targets as a prediction, alternating (backward-only timing for
 # PRs that change only backward kernels; GPU spin ahead of each repetition).
-. scripts/device_env.sh
+. scripts/device_env.sh  # the preamble that ran, moved there unchanged
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
   python3 -c 'import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.device_count())'
   nproc; bwrap --version; } > $O/machine.txt 2>&1
