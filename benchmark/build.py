@@ -14,6 +14,11 @@ Every released split is frozen: a rebuild never rewrites or drops its rows (its 
 checked against the manifest's hashes and left as they are); tasks that are in no released
 split go to a new split named after the new version. A task withdrawn later (its directory
 gone, or rejected by a curator) stays in its frozen split and is listed in the changelog.
+Verdicts move on after a release (a later GPU run verifies a task, or finds it flaky): when a
+frozen split's verified tasks are no longer those its default config shows, the new version
+writes that split a new default-config file, `data/default/{split}-v{version}.parquet`, holding its
+verified tasks as released with their new verification, reference and tests (node ids); the
+`all` config keeps the rows as released, and the manifest lists which tasks moved.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class BuildResult:
     withdrawn: list[str]
     skipped: dict[str, str] = field(default_factory=dict)  # task id -> why not included
     dry_run: bool = False
+    # released task id -> its status now, where it moved in or out of the verified set
+    rejudged: dict[str, str] = field(default_factory=dict)
 
 
 def split_name(version: str) -> str:
@@ -75,6 +82,17 @@ class _Split:
 
 
 @dataclass(frozen=True)
+class _Default:
+    """A frozen split's default-config file after verdicts moved (see the module docstring)."""
+
+    file: str
+    sha256: str
+    tasks: tuple[str, ...]
+    verified_since: tuple[str, ...] = ()
+    unverified_since: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class _Release:
     version: str
     built_at: str
@@ -82,6 +100,7 @@ class _Release:
     splits: dict[str, _Split]
     added: tuple[str, ...] = ()
     withdrawn: tuple[str, ...] = ()
+    defaults: dict[str, _Default] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,15 +133,18 @@ def frozen_splits(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def verify_frozen(out: Path, frozen: dict[str, dict[str, Any]]) -> None:
-    for name, split in frozen.items():
-        for fname, meta in split["files"].items():
-            path = out / "data" / fname
-            if not path.exists() or _sha256(path) != meta["sha256"]:
-                raise BenchmarkError(
-                    f"frozen split {name!r}: {path} is missing or changed since its release; "
-                    "restore it (released rows are never rewritten)"
-                )
+def verify_frozen(out: Path, frozen: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
+    files = [(name, fname, meta["sha256"]) for name, split in frozen.items()
+             for fname, meta in split["files"].items()]  # fmt: skip
+    files += [(name, d["file"], d["sha256"]) for rel in manifest["releases"]
+              for name, d in (rel.get("defaults") or {}).items()]  # fmt: skip
+    for name, fname, sha in files:
+        path = out / "data" / fname
+        if not path.exists() or _sha256(path) != sha:
+            raise BenchmarkError(
+                f"frozen split {name!r}: {path} is missing or changed since its release; "
+                "restore it (released rows are never rewritten)"
+            )
 
 
 def _task_dirs(tasks_root: Path) -> list[TaskDir]:
@@ -198,11 +220,13 @@ def _build(
     if any(r["version"] == version for r in manifest["releases"]):
         raise BenchmarkError(f"version {version} was already released in {out}; pick a new one")
     frozen = frozen_splits(manifest)
-    verify_frozen(out, frozen)
+    verify_frozen(out, frozen, manifest)
     rows, skipped = collect(tasks_root, only_approved)
     released = {tid for split in frozen.values() for tid in split["tasks"]}
     fresh = sorted(tid for tid in rows if tid not in released)
-    if not fresh and not allow_empty:
+    shown = _shown_rows(out, manifest, frozen)
+    moved = _rejudged(frozen, shown, rows)
+    if not fresh and not moved and not allow_empty:
         raise BenchmarkError(_nothing_new(version, tasks_root, rows, skipped))
     new_splits: dict[str, list[str]] = defaultdict(list)
     if not manifest["releases"]:
@@ -215,8 +239,9 @@ def _build(
     withdrawn = sorted(released - set(rows))
     all_splits = {name: list(s["tasks"]) for name, s in frozen.items()}
     all_splits.update({k: sorted(v) for k, v in new_splits.items() if v})
+    rejudged = {tid: _status(rows[tid]) for split in moved.values() for tid in split}
     result = BuildResult(version, all_splits, sorted(k for k, v in new_splits.items() if v),
-                         fresh, withdrawn, skipped, dry_run)  # fmt: skip
+                         fresh, withdrawn, skipped, dry_run, rejudged)  # fmt: skip
     if dry_run:
         return result
     (out / "data").mkdir(parents=True, exist_ok=True)
@@ -224,6 +249,10 @@ def _build(
     for name in result.new_splits:
         files = _write_split(out, name, [rows[t] for t in all_splits[name]])
         release_splits[name] = {"tasks": all_splits[name], "files": files}
+    defaults = {
+        name: _write_default(out, name, version, frozen[name]["tasks"], shown, rows, changed)
+        for name, changed in moved.items()
+    }
     manifest["releases"].append(
         {
             "version": version,
@@ -232,12 +261,15 @@ def _build(
             "splits": release_splits,
             "added": fresh,
             "withdrawn": withdrawn,
+            **({"defaults": defaults} if defaults else {}),
         }
     )
     manifest["version"] = version
     from benchmark.card import render_card
 
-    all_rows = _frozen_rows(out, frozen) | {t: rows[t] for t in fresh}
+    # the card counts each released task with the verdict its default config now shows
+    shown_now = _shown_rows(out, manifest, frozen) if defaults else shown
+    all_rows = shown_now | {t: rows[t] for t in fresh}
     render_card(out, manifest, all_splits, all_rows, reference_note=reference_note)
     # The manifest last: until it names the version, a failed build can simply be rerun.
     write_json(out / MANIFEST, manifest)
@@ -246,6 +278,83 @@ def _build(
 
 def verified(row: dict[str, Any]) -> bool:
     return bool(row.get("verification") and row["verification"]["status"] == "verified")
+
+
+def _status(row: dict[str, Any]) -> str:
+    return str(row["verification"]["status"]) if row.get("verification") else "unverified"
+
+
+# What a later verdict replaces in a released row (the task itself stays as released).
+REJUDGED_FIELDS = ("verification", "reference", "tests")
+
+
+def _shown_rows(
+    out: Path, manifest: dict[str, Any], frozen: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Each released task's row as the folder shows it now: as released, then, release by
+    release, the verdicts of the default-config files written after it (a task that left the
+    verified set is not in its split's file: the manifest names it)."""
+    import pyarrow.parquet as pq
+
+    rows = _frozen_rows(out, frozen)
+    for rel in manifest["releases"]:
+        for d in (rel.get("defaults") or {}).values():
+            for r in pq.read_table(out / "data" / d["file"]).to_pylist():
+                rows[r["task_id"]] = r
+            for tid in d.get("unverified_since") or ():
+                if tid in rows and verified(rows[tid]):
+                    gone = {**rows[tid]["verification"], "status": "unverified"}
+                    rows[tid] = {**rows[tid], "verification": gone}
+    return rows
+
+
+def _rejudged(
+    frozen: dict[str, dict[str, Any]],
+    shown: dict[str, dict[str, Any]],
+    rows: dict[str, dict[str, Any]],
+) -> dict[str, list[str]]:
+    """split -> its released tasks whose current verdict moved them into or out of the
+    verified set the folder shows (tasks without a directory now keep what it shows)."""
+    moved: dict[str, list[str]] = {}
+    for name, split in frozen.items():
+        ids = [t for t in split["tasks"] if t in rows and t in shown
+               and verified(rows[t]) != verified(shown[t])]  # fmt: skip
+        if ids:
+            moved[name] = sorted(ids)
+    return moved
+
+
+def _write_default(
+    out: Path,
+    name: str,
+    version: str,
+    tasks: Sequence[str],
+    shown: dict[str, dict[str, Any]],
+    rows: dict[str, dict[str, Any]],
+    changed: Sequence[str],
+) -> dict[str, Any]:
+    """The split's new default-config file: its verified tasks as released, each with the
+    verdict fields of its current row."""
+    from datasets import Dataset
+
+    from benchmark.schema import features
+
+    now = {t: {**shown[t], **{k: rows[t][k] for k in REJUDGED_FIELDS}} if t in rows else shown[t]
+           for t in tasks if t in shown}  # fmt: skip
+    keep = sorted((r for r in now.values() if verified(r)),
+                  key=lambda r: (r["framework"], r["merged_at"], r["task_id"]))  # fmt: skip
+    # a folder of its own: the `all` config's `data/{split}-*.parquet` must not match it
+    fname = f"default/{name}-v{version.replace('.', '_')}.parquet"
+    path = out / "data" / fname
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(keep, features=features()).to_parquet(str(path))
+    return {
+        "file": fname,
+        "sha256": _sha256(path),
+        "tasks": [r["task_id"] for r in keep],
+        "verified_since": [t for t in changed if verified(now[t])],
+        "unverified_since": [t for t in changed if not verified(now[t])],
+    }
 
 
 def _nothing_new(

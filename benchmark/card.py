@@ -30,6 +30,14 @@ def _template() -> str:
     return shipped.read_text()
 
 
+def latest_defaults(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """split -> the newest default-config file written for it after its release."""
+    out: dict[str, dict[str, Any]] = {}
+    for rel in manifest["releases"]:
+        out.update(rel.get("defaults") or {})
+    return out
+
+
 def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
     files: dict[str, dict[str, Any]] = {}
     for rel in manifest["releases"]:
@@ -56,6 +64,9 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
         name: sorted(f for f, meta in fs.items() if meta.get("verified"))
         for name, fs in files.items()
     }
+    # a frozen split whose verdicts moved after its release shows its newest default file
+    for name, d in latest_defaults(manifest).items():
+        verified[name] = [d["file"]] if d["tasks"] else []
     if any(verified.values()):
         for name in sorted(n for n, fs in verified.items() if fs):
             lines.append(f"  - split: {name}")

@@ -268,3 +268,48 @@ def test_default_config_holds_the_verified_tasks_and_all_every_task(
     card = (out / "README.md").read_text()
     assert "| fw | 1 | 0 | 1 |" in card  # verified / unverified / out_of_scope per repository
     assert "out_of_scope: needs 2 GPUs | 1 |" in card
+
+
+def test_a_later_verdict_moves_a_released_task_into_or_out_of_the_default_config(
+    released, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datasets
+
+    from curation.model import Verification, VerificationStatus
+    from curation.taskdir import task_dirs
+
+    _, root = released
+    first, second = task_dirs(root / "tasks")
+    first.record_verification(Verification(VerificationStatus.VERIFIED, "1 fail-to-pass",
+                                           "2026-12-01", "H200"))  # fmt: skip
+    second.record_verification(Verification(VerificationStatus.UNVERIFIED, "selection failed",
+                                            "2026-12-01", "H200"))  # fmt: skip
+    out = tmp_path / "dist-rejudged"
+    build = ["build", "--tasks", str(root / "tasks"), "--out", str(out)]
+    assert bench([*build, "--version", "1.0.0", "--cutoff", "2020-01-01"]) == 0
+    released_files = {p.name: sha(p) for p in (out / "data").glob("*.parquet")}
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    assert [r["task_id"] for r in datasets.load_dataset(str(out))["test"]] == [first.id]
+    # a later GPU run verifies the second task and finds the first flaky: a release that adds
+    # no task still records it
+    second.record_verification(Verification(VerificationStatus.VERIFIED, "2 fail-to-pass",
+                                            "2026-12-02", "H200"), ("tests/t.py::t",))  # fmt: skip
+    first.record_verification(Verification(VerificationStatus.UNVERIFIED, "flaky",
+                                           "2026-12-02", "H200"))  # fmt: skip
+    assert bench([*build, "--version", "1.1.0"]) == 0
+    assert {p.name: sha(p) for p in (out / "data").glob("*.parquet")} == released_files
+    default = datasets.load_dataset(str(out), download_mode="force_redownload")
+    assert [r["task_id"] for r in default["test"]] == [second.id]
+    row = default["test"][0]
+    assert row["verification"]["reason"] == "2 fail-to-pass"
+    assert row["tests"]["node_ids"] == ["tests/t.py::t"]
+    everything = datasets.load_dataset(str(out), "all", download_mode="force_redownload")
+    as_released = {r["task_id"]: r["verification"]["status"] for r in everything["test"]}
+    assert as_released == {first.id: "verified", second.id: "unverified"}  # frozen rows
+    manifest = json.loads((out / "manifest.json").read_text())
+    moved = manifest["releases"][-1]["defaults"]["test"]
+    assert (moved["verified_since"], moved["unverified_since"]) == ([second.id], [first.id])
+    card = (out / "README.md").read_text()
+    assert "| fw | 1 | 1 | 0 |" in card  # the card counts the verdicts shown now
+    # a third release with nothing new and no verdict moved is refused
+    assert bench([*build, "--version", "1.2.0"]) == 1
