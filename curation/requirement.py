@@ -316,7 +316,15 @@ def _render(task: Task, *, with_body: bool) -> str:
             *(f"> {x}" if x else ">" for x in body.split("\n")),
         ]
     out += ["", "## Where"]
-    out += [f"- {_where(k, with_wrappers=not task.targets)}" for k in task.kernels]
+    if task.targets:
+        # the Interface lists each target with its file and signature: here only the files,
+        # and the changes that are not "write this function" (a move, a removal, a relaunch)
+        files = sorted({t.file for t in task.targets} | {k.file for k in task.kernels})
+        out.append("Files: " + ", ".join(f"`{f}`" for f in files) + ".")
+        out += [f"- {_where(k, with_wrappers=False)}" for k in task.kernels
+                if k.change not in ("modified", "added")]  # fmt: skip
+    else:
+        out += [f"- {_where(k)}" for k in task.kernels]
     names = {k.name for k in task.kernels}
     shown = [
         f"`{path}`: " + _capped([i.name for i in (*ctx.classes, *ctx.functions)])
@@ -379,8 +387,10 @@ def _targets(task: Task) -> list[str]:
     out = [
         "You write these functions (the targets). Your starting tree already holds the rest of "
         "the change (callers, new modules, configuration); each target is at its base version, "
-        "or, where the change adds it, a stub that raises `NotImplementedError`:",
+        "or, where the change adds it, a stub with its signature that raises "
+        "`NotImplementedError`. A signature is given where yours must differ from the tree's:",
     ]
+    shown = _tree_signatures(task)
     for t in task.targets:
         what = {
             "modified": "change it",
@@ -388,10 +398,30 @@ def _targets(task: Task) -> list[str]:
             "deleted": "the change removes it",
             "unchanged": "launches the kernels; change it if your kernels need it",
         }[str(t.status)]
-        out.append(f"- `{t.file}`: `{t.name}` ({t.role}; {what}): `{_one_line(t.signature)}`")
+        line = f"- `{t.file}`: `{t.name}` ({t.role}; {what})"
+        sig = _one_line(t.signature).rstrip(":")
+        if t.status in ("modified", "unchanged") and shown.get(t.name) != sig:
+            line += f": `{sig}`"
+        out.append(line)
         if t.docstring and t.status == "added":
             doc = _one_line(t.docstring.strip("\"' \n"))
             out.append(f"  - documented as: {doc[:300]}")
+    return out
+
+
+def _tree_signatures(task: Task) -> dict[str, str]:
+    """Target name -> the signature the starting tree shows for it, where known: a kernel's
+    base header, a wrapper's at the base commit (the task's context), a new target's stub."""
+    out: dict[str, str] = {}
+    for item in _context_items(task):
+        out.setdefault(item.name, _one_line(item.signature).rstrip(":"))
+    for k in task.kernels:
+        head = header(k.before_src) or k.signature_before
+        if head:
+            out[k.name] = _one_line(head).rstrip(":")
+    for t in task.targets:
+        if t.status in ("added", "unchanged"):
+            out[t.name] = _one_line(t.signature).rstrip(":")
     return out
 
 
@@ -408,10 +438,13 @@ def _interface(task: Task) -> list[str]:
     for item in _context_items(task):
         wrappers.setdefault(item.name, item)
         wrappers.setdefault(item.name.rsplit(".", 1)[-1], item)
+    # the targets' signatures are in the Interface list already (as the change leaves them)
+    written = {t.name.rsplit(".", 1)[-1]: _one_line(t.signature) for t in task.targets}
     out: list[str] = []
-    # A specification, not a dump: one line per signature, and nothing the starting tree
-    # already shows (base signatures and autotune configurations are in it).
+    # A specification, not a dump: one line per signature, each said once, and nothing the
+    # starting tree already shows (base signatures and autotune configurations are in it).
     for k in task.kernels:
+        start = len(out)
         out += ["", f"### `{k.name}`"]
         if k.signature_before and not task.targets:  # no setup state: say where it starts
             base = _one_line(header(k.before_src) or k.signature_before)
@@ -421,7 +454,7 @@ def _interface(task: Task) -> list[str]:
             head = header(k.after_src) or k.signature_after
             if "#" in head:  # its parameters carry comments (dtypes, shapes): keep them
                 out += [f"{label}:", "```python", head, "```"]
-            else:
+            elif written.get(k.name, "").rstrip(":") != _one_line(head).rstrip(":"):
                 out.append(f"{label}: `{_one_line(head)}`")
         elif k.signature_before and k.change != "deleted":
             out.append("Keep its signature.")
@@ -438,10 +471,13 @@ def _interface(task: Task) -> list[str]:
         if k.autotune_configs_before and not task.targets:
             out += ["Autotune configurations at the base commit:", "```python"]
             out += [k.autotune_configs_before.rstrip(), "```"]
-        launched = [f"`{w}`: `{_one_line(wrappers[w].signature)}`" for w in k.wrappers
-                    if w in wrappers]  # fmt: skip
+        launched = [f"`{w}`" + ("" if w.rsplit(".", 1)[-1] in written
+                                else f": `{_one_line(wrappers[w].signature)}`")
+                    for w in k.wrappers if w in wrappers]  # fmt: skip
         if launched:
             out.append("Launched by " + "; ".join(launched))
+        if len(out) == start + 2:  # nothing to say beyond the Interface list
+            del out[start:]
     return out[1:] if out and out[0] == "" else out
 
 
@@ -450,15 +486,18 @@ def _constraints(task: Task) -> list[str]:
     relaunch: list[str] = []
     keep: list[str] = []
     constexprs = False
+    # a target at its base version is in the starting tree: its parameters and what it
+    # computes with are there to read, not repeated here
+    in_tree = {t.name for t in task.targets if t.status == "modified"}
     for k in task.kernels:
         base = _base_constexprs(k)
         constexprs = constexprs or bool(base)
-        if base:
+        if base and k.name not in in_tree:
             out.append(
                 f"- `{k.name}`: {_names(base)} {'is' if len(base) == 1 else 'are'} "
                 "`tl.constexpr` at the base commit."
             )
-        facts = _source_facts(k.before_src or "")
+        facts = [] if k.name in in_tree else _source_facts(k.before_src or "")
         if facts:
             out.append(f"- The base `{k.name}` " + "; ".join(facts) + ".")
         if k.wrappers and k.change != "deleted":

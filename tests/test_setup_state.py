@@ -205,8 +205,21 @@ def test_requirement_lists_the_targets_and_states_only_what_holds_at_the_setup_s
     assert "Change only the target functions listed under Interface" in new
     assert "Change only the files named above" not in new
     modified = tasks["1"].read_requirement()
-    assert "`add_kernel` (kernel; change it)" in modified
-    assert "`add_kernel`: `BLOCK` is `tl.constexpr` at the base commit" in modified
+    assert "`add_kernel` (kernel; change it)" in modified and "Keep its signature." in modified
+    # what the starting tree shows (the base kernel's header, its constexprs, a stub's
+    # signature) is not repeated; a signature that must change is given once
+    assert "def add_kernel(" not in modified and "def mul_kernel(" not in new
+    assert "`add_kernel`: `BLOCK` is `tl.constexpr` at the base commit" not in modified
+    head = "out_ptr, n, BLOCK: tl.constexpr):\n    pid"
+    alpha = (ADD_KERNEL_SCALED + MUL).replace(head, head.replace("n, ", "n, alpha, "))
+    repo.write(
+        "pkg/ops/add.py", alpha.replace("x.numel(), BLOCK=256)", "x.numel(), 1.0, BLOCK=256)", 1)
+    )
+    repo.commit("Give the add kernel an alpha (#5)")
+    changed = _tasks(tmp_path / "again", repo)["5"].read_requirement()
+    sig = "def add_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr)"
+    assert f"`add_kernel` (kernel; change it): `{sig}`" in changed
+    assert changed.count(sig) == 1
 
 
 def test_a_name_the_tests_import_that_the_setup_state_lacks_fails_the_check(
