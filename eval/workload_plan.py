@@ -187,13 +187,69 @@ def defined_names(view: TreeView, files: set[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def importing_files(view: TreeView, modules: set[str], files: set[str]) -> set[str]:
+    """The package files (outside tests and benchmarks) that import one of `modules`, by
+    absolute or relative import: the public ops a benchmark calls are often one module away
+    from the target (flash-linear-attention's `chunk_gated_delta_rule`, in `chunk.py`, calls
+    the targets of `wy_fast.py` and `common/chunk_delta_h.py`)."""
+    tops = {f.split("/", 1)[0] for f in files if "/" in f}
+    # a package's __init__ re-exports (a name defined in a target file and imported from the
+    # package above is matched already): counted as an importer, it would make every name of
+    # the package look like the task's
+    candidates = [p for p in view.paths() if p.split("/", 1)[0] in tops and p not in files
+                  and not p.endswith("__init__.py") and not is_benchmark_script(p)
+                  and "/test" not in f"/{p}"]  # fmt: skip
+    out: set[str] = set()
+    for path, text in view.read(candidates).items():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        package = path.rsplit("/", 1)[0].replace("/", ".")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+                full = ".".join(x for x in (base, node.module or "") if x)
+                names = {full, *(f"{full}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                names = {a.name for a in node.names}
+            else:
+                continue
+            if names & modules:
+                out.add(path)
+                break
+    return out
+
+
 def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
+    """The first benchmark script whose sweep calls the task's code: one that reaches a target
+    by name or module, else one that calls a public function of a module importing a target's
+    module (the harness's launch log then shows whether the target runs)."""
     scripts = sorted(p for p in view.paths() if is_benchmark_script(p))
     if not scripts:
         return [], "no benchmark scripts in the repository"
-    tn = target_names(task)
-    defined = defined_names(view, {t.file for t in task.targets} | {k.file for k in task.kernels})
     texts = view.read(scripts)
+    tn = target_names(task)
+    files = {t.file for t in task.targets} | {k.file for k in task.kernels}
+    calls, notes = _script_calls(scripts, texts, tn, defined_names(view, files), mode)
+    if calls:
+        return calls, notes[-1]
+    hop = importing_files(view, tn.modules, files)
+    wider = TargetNames(tn.modules | {m for f in hop if (m := module_name(f))}, tn.stems, tn.names)
+    calls, more = _script_calls(scripts, texts, wider, defined_names(view, files | hop), mode)
+    if calls:
+        return calls, f"{more[-1]} (one import away from the targets)"
+    return [], "; ".join(notes[:3]) or f"no benchmark script of {len(scripts)} calls the targets"
+
+
+def _script_calls(
+    scripts: Sequence[str],
+    texts: Mapping[str, str],
+    tn: TargetNames,
+    defined: frozenset[str],
+    mode: Mode,
+) -> tuple[list[WorkloadCall], list[str]]:
+    """The workload calls of the first script that gives some, and notes on the others."""
     notes: list[str] = []
     for path in scripts:
         found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.stems, tn.names, defined)
@@ -227,10 +283,10 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
             if calls:
                 break  # the first call site of the script that evaluates is the workload
         if calls:
-            return list(pick_sizes(calls)), f"{path}: {len(calls)} sweep points"
+            return list(pick_sizes(calls)), [*notes, f"{path}: {len(calls)} sweep points"]
         if found and not why:
             notes.append(f"{path}: its call of {found[0].imported} could not be evaluated")
-    return [], "; ".join(notes[:3]) or f"no benchmark script of {len(scripts)} calls the targets"
+    return [], notes
 
 
 # --- source 2: model configurations ------------------------------------------------------------

@@ -197,6 +197,34 @@ def test_a_benchmark_of_another_kernel_gives_no_workload(tmp_path: Path) -> None
     assert plan.calls == () and "no captured launch" in plan.why
 
 
+def test_a_benchmark_of_the_public_op_one_import_away_gives_the_workload(tmp_path: Path) -> None:
+    # flash-linear-attention's benchmarks call `chunk_gated_delta_rule` (chunk.py), which
+    # imports the targets of wy_fast.py; a package __init__ that re-exports is no such hop
+    api = "from pkg.ops.rowscale import rowscale\n\n\ndef scaled_rows(x, w):\n"
+    api += "    return rowscale(x, w)\n"
+    bench = FLA_STYLE.replace(
+        "from pkg.ops.rowscale import rowscale", "from pkg.ops.api import scaled_rows"
+    )
+    bench = bench.replace("rowscale(g, w)", "scaled_rows(g, w)")
+    other = FLA_STYLE.replace("from pkg.ops.rowscale import rowscale", "from pkg.ops import other")
+    other = other.replace("rowscale(g, w)", "other(g, w)")
+    repo, _, tdir = _task_repo(tmp_path, {
+        "pkg/ops/api.py": api,
+        "pkg/ops/__init__.py": "from pkg.ops.rowscale import rowscale\n"
+        "from pkg.ops.other import other\n",
+        "pkg/ops/other.py": "def other(x, w):\n    return x\n",
+        "benchmarks/ops/benchmark_a_other.py": other,
+        "benchmarks/ops/benchmark_scaled_rows.py": bench,
+    })  # fmt: skip
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls, plan.tried
+    first = plan.calls[0]
+    assert first.entry == Entry("pkg.ops.api", "scaled_rows", EntryKind.FUNCTION)
+    assert first.evidence.startswith("benchmarks/ops/benchmark_scaled_rows.py:")
+    assert "one import away" in plan.tried[0]
+
+
 # --- sources 2 and 3: model configurations and the captured launch, scaled ---------------------
 
 
