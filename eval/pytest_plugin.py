@@ -461,7 +461,13 @@ class KernelWatcher:
     def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
         self._stop_profiler()
         if self.cuda and self.config.isolated and self.watches:
-            self._time_isolated()
+            if getattr(session, "testsfailed", 0):
+                # a failing kernel's captured launch may read out of bounds or never end (the
+                # do-nothing predictions' scoring ran 510 s without finishing a task on the
+                # H200), and the time of a wrong answer counts for nothing
+                self.note("tests failed: the captured launches are not replayed")
+            else:
+                self._time_isolated()
         if self.config.out is None:
             return
         out = self.config.out

@@ -284,6 +284,25 @@ def test_watch_config_from_env(tmp_path: Path) -> None:
     assert WatchConfig.from_env({"TPB_CAPTURE_MAX": "0", "TPB_PROFILE": "0"}).capture_max == 0
 
 
+def test_a_session_with_failing_tests_replays_no_launch(tmp_path: Path) -> None:
+    # the do-nothing predictions' scoring with replays on ran 510 s on the H200 without
+    # finishing a task: a failing kernel's launch is not replayed (its time counts for nothing)
+    from types import SimpleNamespace
+
+    from eval.pytest_plugin import KernelWatcher
+
+    watcher = KernelWatcher(WatchConfig(("add_kernel",), None, 4, isolated=True, profile=False))
+    watcher.cuda = True
+    replayed: list[int] = []
+    watcher._time_isolated = lambda: replayed.append(1)  # type: ignore[method-assign]
+    watcher.pytest_sessionfinish(SimpleNamespace(testsfailed=2), 1)
+    assert (
+        replayed == [] and "tests failed: the captured launches are not replayed" in watcher.notes
+    )
+    watcher.pytest_sessionfinish(SimpleNamespace(testsfailed=0), 0)
+    assert replayed == [1]
+
+
 def test_profiler_events_match_whole_names() -> None:
     events = [
         ("scale_kernel", 10.0),
