@@ -42,7 +42,10 @@ def _line(text: str, pos: int) -> int:
 
 
 def detect(target_files: Mapping[str, bytes], test_files: Mapping[str, bytes]) -> Hardware:
-    """The hardware the task needs, with evidence."""
+    """The hardware the task needs, with evidence (files read in path order: the record is the
+    same whatever order the caller's mappings have)."""
+    target_files = dict(sorted(target_files.items()))
+    test_files = dict(sorted(test_files.items()))
     evidence: list[str] = []
     # Each target file's vendor; the task needs a vendor only when every target file is that
     # vendor's: a PR that changes the generic kernel and its Ascend twin together

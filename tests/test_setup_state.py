@@ -192,6 +192,9 @@ def test_hardware_from_code_and_tests() -> None:
     assert detect(plain, {"tests/test_b.py": one_test_skip}).gpus == 1
     assert detect(plain, {"t.py": b"# torchrun --nproc_per_node=1 -m pytest t.py\n"}).gpus == 1
     assert detect(plain, {"t.py": b"# torchrun --nproc_per_node=8 -m pytest t.py\n"}).gpus == 8
+    # the same record whatever order the files come in (task.json must not change between runs)
+    many = {f"src/pkg/backends/_ascend/ops/k{i}.py": b"" for i in range(8)}
+    assert detect(many, {}) == detect(dict(reversed(list(many.items()))), {})
 
 
 def test_requirement_lists_the_targets_and_states_only_what_holds_at_the_setup_state(
