@@ -223,7 +223,11 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
 
 
 def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
-    """The gate's verdict with the new workload, when the task has reference runs."""
+    """The gate's verdict with the new workload: rejudged with the task's reference runs, or,
+    before its tests have had any, unverified with the measured ratio as the reason."""
+    from datetime import UTC, datetime
+
+    from curation.model import Verification, VerificationStatus
     from eval.gate import workload_verdict
     from eval.model import Reference
     from eval.reference import rejudge
@@ -231,6 +235,11 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     ref = tdir.load(TaskFile.REFERENCE, Reference)
     if ref is None or not ref.node_ids:
         ok, why = workload_verdict(result, [k.name for k in task.kernels])
+        reason = f"{why}; its tests have no reference run yet" if ok else why
+        when = datetime.now(UTC).isoformat(timespec="seconds")
+        tdir.record_verification(
+            Verification(VerificationStatus.UNVERIFIED, reason, when, result.environment)
+        )
         return f"; workload {'passes' if ok else 'fails'} the gate ({why}); no reference run"
     new, verdict = rejudge(task, ref, result)
     tdir.store(TaskFile.REFERENCE, new)

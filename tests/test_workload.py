@@ -451,6 +451,23 @@ def test_decide_uses_the_workload_for_optimization_tasks(tmp_path: Path) -> None
     assert slow.status is VerificationStatus.UNVERIFIED and "1.03x" in slow.reason
 
 
+def test_a_workload_measured_before_any_reference_run_is_the_reason_of_the_verdict(
+    tmp_path: Path,
+) -> None:
+    from eval.workload_cli import _record_verdict
+
+    _, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    _record_verdict(tdir, task, _result(1.0, 0.97))
+    slow = tdir.load_task().verification
+    assert slow.status is VerificationStatus.UNVERIFIED and "1.03x (needs 1.1x)" in slow.reason
+    assert slow.checked_at
+    _record_verdict(tdir, task, _result(1.0, 0.5))
+    fast = tdir.load_task().verification  # the tests still have to pass with the gold
+    assert fast.status is VerificationStatus.UNVERIFIED
+    assert "2.00x" in fast.reason and "no reference run yet" in fast.reason
+
+
 # --- scores ------------------------------------------------------------------------------------
 
 
