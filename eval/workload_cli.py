@@ -236,7 +236,7 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     if ref is None or not ref.node_ids:
         ok, why = workload_verdict(result, [k.name for k in task.kernels])
         reason = f"{why}; its tests have no reference run yet" if ok else why
-        when = datetime.now(UTC).isoformat(timespec="seconds")
+        when = result.measured_at or datetime.now(UTC).isoformat(timespec="seconds")
         tdir.record_verification(
             Verification(VerificationStatus.UNVERIFIED, reason, when, result.environment)
         )
