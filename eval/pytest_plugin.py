@@ -35,7 +35,8 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+import types
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,8 @@ class WatchConfig:
     profile: bool = True
     select_per_test: int = 0
     select_max: int = 0
+    # the selection run: test functions that use something of these modules come first
+    select_modules: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WatchConfig:
@@ -84,15 +87,47 @@ class WatchConfig:
             profile=env.get("TPB_PROFILE", "1") == "1",
             select_per_test=number("TPB_SELECT_PER_TEST", 0),
             select_max=number("TPB_SELECT_MAX", 0),
+            select_modules=tuple(
+                m for m in (x.strip() for x in env.get("TPB_SELECT_MODULES", "").split(",")) if m
+            ),
         )
 
 
-def cap_items(items: list[Any], per_test: int, total: int) -> tuple[list[Any], list[Any]]:
+def uses_modules(item: Any, modules: Sequence[str]) -> bool:
+    """Whether the test function names (in its body or nested code) a global that is one of
+    `modules` or was defined in one (`fused_gdn_gate` of fla.ops.gated_delta_rule.gate)."""
+    fn = getattr(item, "function", None)
+    code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is None or not isinstance(scope, dict) or not modules:
+        return False
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
+    for name in names:
+        obj = scope.get(name)
+        origin = getattr(obj, "__name__", None) if isinstance(obj, types.ModuleType) else None
+        origin = origin or getattr(obj, "__module__", None)
+        if isinstance(origin, str) and origin in modules:
+            return True
+    return False
+
+
+def cap_items(
+    items: list[Any], per_test: int, total: int, modules: Sequence[str] = ()
+) -> tuple[list[Any], list[Any]]:
     """(kept, deselected): at most `per_test` parametrizations of each test function, and at
-    most `total` tests taken round-robin over the functions, in collection order."""
+    most `total` tests taken round-robin over the functions, those that use something of the
+    target `modules` first (flash-linear-attention #813: the first four functions of its test
+    file never reach the gate kernels, four later ones call the gate module), else in
+    collection order."""
     groups: dict[str, list[Any]] = {}
     for item in items:
         groups.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
+    first = {k for k, v in groups.items() if modules and uses_modules(v[0], modules)}
+    groups = {k: groups[k] for k in sorted(groups, key=lambda k: k not in first)}
     if per_test > 0:
         groups = {k: v[:per_test] for k, v in groups.items()}
     chosen: list[Any] = []
@@ -103,7 +138,11 @@ def cap_items(items: list[Any], per_test: int, total: int) -> tuple[list[Any], l
                 chosen.append(v[depth])
         depth += 1
     keep = {id(i) for i in chosen}
-    return [i for i in items if id(i) in keep], [i for i in items if id(i) not in keep]
+    # the chosen ones run first when they use the targets' modules (a run killed at its time
+    # limit keeps the tests that finished)
+    kept = sorted((i for i in items if id(i) in keep),
+                  key=lambda i: i.nodeid.split("[", 1)[0] not in first)  # fmt: skip
+    return kept, [i for i in items if id(i) not in keep]
 
 
 def match_kernel_events(
@@ -372,7 +411,7 @@ class KernelWatcher:
         cfg = self.config
         if cfg.select_per_test <= 0 and cfg.select_max <= 0:
             return
-        kept, dropped = cap_items(items, cfg.select_per_test, cfg.select_max)
+        kept, dropped = cap_items(items, cfg.select_per_test, cfg.select_max, cfg.select_modules)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept

@@ -30,6 +30,7 @@ from curation.model import (
     VerificationStatus,
 )
 from curation.taskdir import TaskDir, TaskFile
+from curation.testsel import module_name
 from eval.backends import Backend
 from eval.gate import decide, environment_label, hardware_gap
 from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
@@ -202,8 +203,10 @@ def select_node_ids(
     that launched a target kernel and passed, the PR's own tests first. A run that hit its time
     limit still gives the tests that finished before."""
     caps = caps or SelectionCaps()
+    files = {t.file for t in task.targets} | {k.file for k in task.kernels}
+    modules = sorted(m for f in files if (m := module_name(f)))
     env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(caps.total),
-           "TPB_ISOLATED": "0"}  # fmt: skip
+           "TPB_SELECT_MODULES": ",".join(modules), "TPB_ISOLATED": "0"}  # fmt: skip
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
                       extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip
     names = target_kernel_names(task)

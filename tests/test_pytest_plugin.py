@@ -364,3 +364,38 @@ def test_snapshot_keeps_layout_and_aliasing(device: str) -> None:
     (v2, _, _), _ = snap.restore(torch)
     v1.fill_(-1)
     assert v2.min().item() >= 0  # each restore is independent
+
+
+def test_the_selection_cap_takes_the_tests_that_use_the_targets_modules_first() -> None:
+    # flash-linear-attention #813: its test file's first four functions never reach the gate
+    # kernels; the selection run (4 tests) took those and timed out compiling them
+    import types
+    from types import SimpleNamespace as NS
+
+    from eval.pytest_plugin import cap_items
+
+    gate = types.ModuleType("pkg.ops.gate")
+    exec("def fused_gate(x):\n    return x\n", gate.__dict__)
+    suite = types.ModuleType("tests.test_x")
+    suite.__dict__.update(fused_gate=gate.fused_gate, gatemod=gate)
+    exec(
+        "def test_a():\n    return 1\n\n"
+        "def test_b():\n    return 2\n\n"
+        "def test_c():\n    f = lambda: fused_gate(1)\n    return f()\n\n"
+        "def test_d():\n    return gatemod.fused_gate(2)\n",
+        suite.__dict__,
+    )
+    items = [NS(nodeid=f"tests/test_x.py::{n}[p{i}]", function=getattr(suite, n))
+             for n in ("test_a", "test_b", "test_c", "test_d") for i in range(2)]  # fmt: skip
+    kept, dropped = cap_items(items, 1, 2, ("pkg.ops.gate",))
+    assert [i.nodeid for i in kept] == [
+        "tests/test_x.py::test_c[p0]",
+        "tests/test_x.py::test_d[p0]",
+    ]
+    assert len(dropped) == 6
+    # beyond those, and without target modules, collection order as before
+    kept, _ = cap_items(items, 1, 3, ("pkg.ops.gate",))
+    assert [i.nodeid.split("::")[1] for i in kept] == ["test_c[p0]", "test_d[p0]", "test_a[p0]"]
+    kept, _ = cap_items(items, 1, 2)
+    assert [i.nodeid.split("::")[1] for i in kept] == ["test_a[p0]", "test_b[p0]"]
+    assert WatchConfig.from_env({"TPB_SELECT_MODULES": "a.b, c"}).select_modules == ("a.b", "c")
