@@ -47,6 +47,7 @@ MAGIC = "TPB1"
 KEY_BYTES = 32
 MAX_MESSAGE = 4000
 SITE_ENV = "TPB_SITE"  # the harness's own package directories (installed code, like site-packages)
+WATCH_PLUGIN = "tpb-kernel-watch"  # eval.pytest_plugin's name in pytest's plugin manager
 
 _IDENTITY_MODULES = (
     "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.outcomes",
@@ -295,7 +296,7 @@ def _hooks(send: Callable[..., None], changes: Callable[[], list[str]]) -> dict[
         configs.append(config)
 
     def launched(nodeid: str) -> list[str]:
-        watcher = configs[0].pluginmanager.get_plugin("tpb-kernel-watch") if configs else None
+        watcher = configs[0].pluginmanager.get_plugin(WATCH_PLUGIN) if configs else None
         try:
             return list(watcher.launched_by(nodeid)) if watcher is not None else []
         except Exception:  # a broken watch must not hide the verdict
@@ -328,7 +329,7 @@ def _hooks(send: Callable[..., None], changes: Callable[[], list[str]]) -> dict[
     @pytest.hookimpl(trylast=True)  # after the kernel watch's profiler and isolated timing
     def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         check()
-        watcher = session.config.pluginmanager.get_plugin("tpb-kernel-watch")
+        watcher = session.config.pluginmanager.get_plugin(WATCH_PLUGIN)
         if watcher is not None and hasattr(watcher, "report"):
             try:
                 send("kernels", report=watcher.report())
