@@ -236,8 +236,7 @@ def score_task(
     wl = workload_times(run_root, task.task_id)
     if wl is not None:  # the workload's times replace the tests' tiny shapes
         t_base, t_gold, t_pred = wl.base_total_ms, wl.gold_total_ms, wl.prediction_total_ms
-        if any(c.prediction_matches is False for c in wl.calls):
-            flags.append("workload_outputs_differ")
+        flags += workload_flags(wl)
         moved, flops = sum(c.bytes_moved for c in wl.calls), sum(c.flops for c in wl.calls)
         efficiency = perf_efficiency(moved, flops, t_pred)
     perf = perf_score(exec_ok and not flags, t_base, t_gold, t_pred)
@@ -272,12 +271,24 @@ def score_task(
 
 def workload_times(run_root: Path, task_id: str) -> WorkloadResult | None:
     """The workload measurement of this scoring run's prediction (`eval workload
-    --predictions ... --out RUN`), when one with a timed prediction exists."""
+    --predictions ... --out RUN`), when one exists that timed the prediction or failed it (a
+    prediction whose workload run broke, or that replaced a timer, is judged on that)."""
     path = run_root / task_id / TaskFile.WORKLOAD_RESULT
     if not path.exists():
         return None
     result = read_record(WorkloadResult, path)
-    return result if result.prediction_total_ms is not None else None
+    return result if result.prediction_total_ms is not None or workload_flags(result) else None
+
+
+def workload_flags(result: WorkloadResult) -> list[str]:
+    """Why the prediction's workload run does not count: outputs that differ from the gold's,
+    or an error of its own (a crash, a replaced timer)."""
+    flags = []
+    if any(c.prediction_matches is False for c in result.calls):
+        flags.append("workload_outputs_differ")
+    if any(c.error.startswith(f"{Variant.PREDICTION}:") for c in result.calls):
+        flags.append("workload_error")
+    return flags
 
 
 def _gain_note(perf: PerfScore, t_base: float | None, t_gold: float | None) -> str:

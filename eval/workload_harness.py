@@ -196,10 +196,35 @@ class LaunchLog:
         self._restore.clear()
 
 
+class TimerGuard:
+    """The functions the timing rests on, as they were before any code of the variant's tree
+    was imported: a prediction that replaces one (say `torch.cuda.Event.elapsed_time`, or
+    `time.perf_counter` from a kernel body run by the interpreter) is caught after the call
+    it timed, and that call's times are dropped."""
+
+    def __init__(self, torch: Any, timing: Any) -> None:
+        event = getattr(torch.cuda, "Event", None)
+        self._watched: list[tuple[str, Any, str]] = [
+            ("time.perf_counter", time, "perf_counter"),
+            ("eval.timing.bench_times", timing, "bench_times"),
+            ("torch.cuda.synchronize", torch.cuda, "synchronize"),
+            ("torch.cuda._sleep", torch.cuda, "_sleep"),
+            ("torch.cuda.Event", torch.cuda, "Event"),
+            *((f"torch.cuda.Event.{a}", event, a) for a in ("record", "elapsed_time",
+                                                             "synchronize") if event),
+        ]  # fmt: skip
+        self._seen = [getattr(obj, attr, None) for _, obj, attr in self._watched]
+
+    def replaced(self) -> list[str]:
+        return [name for (name, obj, attr), was in zip(self._watched, self._seen, strict=True)
+                if getattr(obj, attr, None) is not was]  # fmt: skip
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     timing, inputs, launch_capture = _load_project()
     import torch
 
+    guard = TimerGuard(torch, timing)  # before the variant's tree is on the path
     for p in reversed(job.get("syspath") or []):
         sys.path.insert(0, p)
     cuda = torch.cuda.is_available()
@@ -253,6 +278,12 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                     times.append((time.perf_counter() - t0) * 1e3)
                 row["times_ms"] = times
             del call
+            replaced = guard.replaced()
+            if replaced:
+                row.pop("times_ms", None)
+                row["error"] = f"tampered: {', '.join(replaced)} replaced during the call"
+                results.append(row)
+                break
         except Exception as exc:
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
             row["error"] = last[:400]

@@ -201,9 +201,10 @@ def measure(
         timing = {v: _timing(times[v][i]) for v in order}
         matches: dict[Variant, bool | None] = {}
         mismatch = ""
-        gold_out = (outputs.get(Variant.GOLD) or [None] * (i + 1))[i]
+        # a run that stopped early (a crash, a replaced timer) has fewer rows than calls
+        gold_out = _nth(outputs.get(Variant.GOLD), i)
         for v in (Variant.BASE, Variant.PREDICTION):
-            other = (outputs.get(v) or [None] * (i + 1))[i] if v in trees else None
+            other = _nth(outputs.get(v), i) if v in trees else None
             if v not in trees or gold_out is None or other is None:
                 matches[v] = None
                 continue
@@ -231,6 +232,10 @@ def measure(
             )
         )
     return summarize_result(task.task_id, workload.metric, calls, environment)
+
+
+def _nth(rows: list[dict[str, Any] | None] | None, i: int) -> dict[str, Any] | None:
+    return rows[i] if rows is not None and i < len(rows) else None
 
 
 def _timing(xs: list[float]) -> Timing | None:

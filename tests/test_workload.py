@@ -490,7 +490,7 @@ def test_efficiency_is_the_fraction_of_the_h200_peak() -> None:
 
 def test_scores_read_the_workload_times_of_a_prediction(tmp_path: Path) -> None:
     from core.files import write_record
-    from eval.score import workload_times
+    from eval.score import workload_flags, workload_times
 
     calls = [CallResult(SizeLabel.TYPICAL, _t(2.0), _t(1.0), _t(1.9), True, False,
                         "prediction: out differs", bytes_moved=10**9)]  # fmt: skip
@@ -500,7 +500,18 @@ def test_scores_read_the_workload_times_of_a_prediction(tmp_path: Path) -> None:
     got = workload_times(tmp_path, "t")
     assert got is not None and got.prediction_total_ms == pytest.approx(1.9)
     assert got.calls[0].prediction_matches is False
+    assert workload_flags(got) == ["workload_outputs_differ"]
     assert workload_times(tmp_path, "other") is None
+    # a prediction whose workload run failed (no time of its own) is judged on that failure
+    why = "prediction: tampered: time.perf_counter replaced during the call"
+    broke = [CallResult(SizeLabel.TYPICAL, _t(2.0), _t(1.0), None, True, None, error=why)]
+    (tmp_path / "u").mkdir()
+    write_record(
+        tmp_path / "u" / "workload_result.json", summarize_result("u", Metric.KERNEL_TIME, broke)
+    )
+    got = workload_times(tmp_path, "u")
+    assert got is not None and got.prediction_total_ms is None
+    assert workload_flags(got) == ["workload_error"]
 
 
 # --- the harness, end to end on the CPU --------------------------------------------------------
@@ -546,6 +557,26 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(tmp_path: Path) ->
                         replace(settings, rounds=1), wrong)  # fmt: skip
     assert [c.prediction_matches for c in pred.calls] == [False, False], pred.calls
     assert "prediction" in pred.calls[0].mismatch
+
+
+def test_a_prediction_that_replaces_a_timer_loses_its_workload_times(tmp_path: Path) -> None:
+    # under TRITON_INTERPRET=1 a kernel body is Python: this one makes the host clock stand still
+    from eval.workload_run import MeasureSettings, measure_task
+
+    repo, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    tdir.store(TaskFile.WORKLOAD, _rowscale_workload(task.task_id))
+    settings = MeasureSettings(rounds=1, cpu_ok=True, trusted_unsandboxed=True, timeout_s=300)
+    kernel = "@triton.jit\n" + ROWSCALE.split("@triton.jit\n")[1].split("\n\n\ndef ")[0]
+    body = "    row = tl.program_id(0)\n"
+    forged = kernel.replace(body, body + "    import time\n    time.perf_counter = lambda: 0.0\n")
+    pred = {"task_id": task.task_id, "kernels": {"rowscale_kernel": forged}}
+    store = SourceStore(GitRepo(repo.path))
+    result = measure_task(task, tdir, store, tmp_path / "scratch", settings, pred)
+    first = result.calls[0]
+    assert first.prediction is None  # its times were dropped
+    assert "prediction: tampered: time.perf_counter replaced" in first.error
+    assert first.base is not None and first.gold is not None
 
 
 def test_plan_only_command_writes_workloads_and_a_summary(tmp_path: Path, capsys) -> None:
