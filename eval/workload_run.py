@@ -94,14 +94,16 @@ def plan_task(task: Task, tdir: TaskDir, view: TreeView) -> Workload:
     return plan_workload(task, view, captured)
 
 
-def _job(workload: Workload, tree: Path, metric: Metric, settings: MeasureSettings) -> dict:
+def _job(
+    workload: Workload, tree: Path, metric: Metric, settings: MeasureSettings, save: bool = True
+) -> dict:
     syspath = [str(tree)] + ([str(tree / "src")] if (tree / "src").is_dir() else [])
     return {
         "calls": [to_json(c) for c in workload.calls],
         "metric": str(metric),
         "seed": SEED,
         "syspath": syspath,
-        "save_outputs": True,
+        "save_outputs": save,
         "outputs_dir": str(tree),
         "result": str(tree / RESULT),
         "rep_ms": settings.rep_ms,
@@ -110,9 +112,17 @@ def _job(workload: Workload, tree: Path, metric: Metric, settings: MeasureSettin
 
 
 def _run_once(
-    tree: Path, workload: Workload, settings: MeasureSettings, trusted: bool, cache: Path
+    tree: Path,
+    workload: Workload,
+    settings: MeasureSettings,
+    trusted: bool,
+    cache: Path,
+    save: bool = True,
 ) -> tuple[dict[str, Any], ScriptRun]:
-    job = _job(workload, tree, workload.metric, settings)
+    """One harness process on `tree`; `save`: it also writes each call's outputs (and the
+    kernels each call launched) for the comparison, which only a variant's first run needs
+    (a large call's outputs and gradients are gigabytes to copy and write)."""
+    job = _job(workload, tree, workload.metric, settings, save)
     (tree / JOB).write_text(json.dumps(job))
     env = {"TRITON_CACHE_DIR": str(cache)}
     sandboxed = not (trusted and settings.trusted_unsandboxed)
@@ -178,7 +188,8 @@ def measure(
                 cache = scratch / f"cold-cache-{v}"
                 shutil.rmtree(cache, ignore_errors=True)
             cache.mkdir(parents=True, exist_ok=True)
-            result, _ = _run_once(trees[v], workload, settings, v is not Variant.PREDICTION, cache)
+            result, _ = _run_once(trees[v], workload, settings, v is not Variant.PREDICTION,
+                                  cache, save=v not in outputs)  # fmt: skip
             if "error" in result:
                 errors = [e or f"{v}: {result['error']}" for e in errors]
                 continue

@@ -530,7 +530,10 @@ def _rowscale_workload(task_id: str) -> Workload:
     return Workload(task_id, Metric.KERNEL_TIME, "default", (call, kernel))
 
 
-def test_the_harness_times_base_and_gold_and_compares_outputs(tmp_path: Path) -> None:
+def test_the_harness_times_base_and_gold_and_compares_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval import workload_run
     from eval.workload_run import MeasureSettings, measure_task
 
     repo, _, tdir = _task_repo(tmp_path, {})
@@ -538,7 +541,17 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(tmp_path: Path) ->
     tdir.store(TaskFile.WORKLOAD, _rowscale_workload(task.task_id))
     settings = MeasureSettings(rounds=2, cpu_ok=True, trusted_unsandboxed=True, timeout_s=300)
     store = SourceStore(GitRepo(repo.path))
+    saves: list[tuple[str, bool]] = []
+    original = workload_run._run_once
+
+    def run_once(tree, workload, settings, trusted, cache, save=True):  # type: ignore[no-untyped-def]
+        saves.append((tree.name, save))
+        return original(tree, workload, settings, trusted, cache, save)
+
+    monkeypatch.setattr(workload_run, "_run_once", run_once)
     result = measure_task(task, tdir, store, tmp_path / "scratch", settings)
+    # only a variant's first process writes its outputs (gigabytes at realistic sizes)
+    assert [save for _, save in saves] == [True, True, False, False]
     assert [c.error for c in result.calls] == ["", ""]
     for c in result.calls:
         assert c.base is not None and c.gold is not None and c.base.reps >= 6
