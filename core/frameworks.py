@@ -45,6 +45,8 @@ class TestHints:
     # at least this many seconds per test run: a framework whose tests compile many large
     # kernels (flash-linear-attention's chunked ones) needs more than the default
     min_timeout_s: float = 0.0
+    # tests in a selection run (0: the command's default): each one compiles its kernels
+    select_max: int = 0
 
 
 @dataclass(frozen=True)

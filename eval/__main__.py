@@ -93,7 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="selection run: parametrizations of one test function (default 2)",
     )
     ref.add_argument(
-        "--select-max", type=int, default=24, help="selection run: tests in all (default 24)"
+        "--select-max",
+        type=int,
+        default=0,
+        help="selection run: tests in all (default: the framework's registry entry, else 24)",
     )
     ref.add_argument(
         "--max-node-ids",

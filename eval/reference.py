@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.frameworks import framework
 from curation.model import (
     TargetRole,
     Task,
@@ -191,7 +192,7 @@ def target_kernel_names(task: Task) -> set[str]:
 @dataclass(frozen=True)
 class SelectionCaps:
     per_test: int = SELECT_PER_TEST  # parametrizations of one test function
-    total: int = SELECT_MAX  # tests in the selection run
+    total: int = 0  # tests in the selection run (0: the framework's `select_max`, else SELECT_MAX)
     keep: int = MAX_NODE_IDS  # node ids kept for the reference runs
     timeout_s: float | None = None  # the selection run's limit (None: a run's)
 
@@ -203,9 +204,10 @@ def select_node_ids(
     that launched a target kernel and passed, the PR's own tests first. A run that hit its time
     limit still gives the tests that finished before."""
     caps = caps or SelectionCaps()
+    total = caps.total or framework(task.framework).tests.select_max or SELECT_MAX
     files = {t.file for t in task.targets} | {k.file for k in task.kernels}
     modules = sorted(m for f in files if (m := module_name(f)))
-    env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(caps.total),
+    env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(total),
            "TPB_SELECT_MODULES": ",".join(modules), "TPB_ISOLATED": "0"}  # fmt: skip
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
                       extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip

@@ -45,7 +45,7 @@ class EvalSettings:
     runs: int = 3
     reselect: bool = False  # choose the node ids again even when the task has them
     select_per_test: int = 2  # selection run: parametrizations of one test function
-    select_max: int = 24  # selection run: tests in all
+    select_max: int = 0  # selection run: tests in all (0: the framework's, else 24)
     max_node_ids: int = 8  # node ids kept for the reference runs
     select_timeout: float | None = None  # selection run's limit (None: a run's)
     env: list[str] = field(default_factory=list)  # NAME=VALUE set in every test run

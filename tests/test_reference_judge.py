@@ -131,3 +131,28 @@ def test_gate_refuses_a_flagged_gold_run() -> None:
     gold[2] = replace(gold[2], flags=("tampered",))
     verdict, *_ = gate(TaskType.BUG_FIX, ["a"], base, gold)
     assert verdict.status == "unverified" and "tampered" in verdict.reason
+
+
+def test_the_selection_run_takes_the_frameworks_cap_unless_the_command_names_one(
+    tmp_path,
+) -> None:
+    # flash-linear-attention's tests compile for minutes: its registry entry caps a selection
+    # run at 4 tests; a framework without one gets the command's default
+    from eval.reference import SELECT_MAX, SelectionCaps, select_node_ids
+
+    seen: list[dict] = []
+
+    class Backend:
+        def run(self, task, tdir, variant, run_dir, index, prediction=None, extra_env=None,
+                timeout_s=None):  # fmt: skip
+            seen.append(dict(extra_env or {}))
+            return run(Variant.GOLD, 0, {})
+
+    def fake(fw: str):
+        return SimpleNamespace(framework=fw, task_id="t", targets=(), kernels=(),
+                               tests=SimpleNamespace(changed_in_pr=()))  # fmt: skip
+
+    for fw, caps in (("flash-linear-attention", None), ("someone__else", None),
+                     ("flash-linear-attention", SelectionCaps(total=9))):  # fmt: skip
+        select_node_ids(fake(fw), None, Backend(), tmp_path, caps)  # type: ignore[arg-type]
+    assert [e["TPB_SELECT_MAX"] for e in seen] == ["4", str(SELECT_MAX), "9"]
