@@ -274,12 +274,16 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     chosen = [t for t in task_dirs(args.tasks) if not args.task or t.id in args.task]
     bases = sorted({t.load_task().base_commit for t in chosen})
     # A slim bundle (--path) also holds every top-level entry the tasks' patches touch, so the
-    # patches apply; the tests import from the --path entries.
+    # patches apply, and those of the test files the tasks run (flash-linear-attention #1135's
+    # lies under benchmarks/); the tests import from the --path entries.
     touched: dict[str, set[str]] = {}
     for t in chosen:
-        heads = touched.setdefault(t.load_task().base_commit, set())
+        task = t.load_task()
+        heads = touched.setdefault(task.base_commit, set())
         for name in (TaskFile.SETUP_PATCH, TaskFile.GOLD_PATCH, TaskFile.TEST_PATCH):
             heads |= {p.split("/", 1)[0] for p, _ in split_patch(t.read_bytes(name) or b"")}
+        tests = (*task.tests.changed_in_pr, *task.tests.selected_existing, *task.tests.node_ids)
+        heads |= {f.split("::", 1)[0].split("/", 1)[0] for f in tests if "/" in f}
     out = init_bare(args.out)
     with tempfile.TemporaryDirectory() as tmp:
         for sha in bases:

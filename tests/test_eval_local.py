@@ -279,3 +279,22 @@ def test_a_selection_run_killed_at_its_limit_keeps_the_tests_that_finished(
     assert ref.selection.kernels == ()  # the session's report never came
     assert ref.node_ids == ("tests/test_values.py::test_values", "tests/test_shape.py::test_shape")
     assert ref.valid, ref.validity_note
+
+
+def test_a_slim_bundle_holds_the_test_files_the_task_runs(tmp_path: Path) -> None:
+    # flash-linear-attention #1135 runs a test file under benchmarks/: a bundle of --path fla
+    # --path tests left it out, and the selection run found nothing to collect
+    from mining.git import GitRepo as Repo
+
+    extra = {
+        "checks/test_more.py": "from pkg.ops import add\n\n\ndef test_more():\n    assert add\n"
+    }
+    repo, _work, tasks = make_task_env(tmp_path / "env", extra=extra)
+    task = only_task(tasks).load_task()
+    assert "checks/test_more.py" in task.tests.selected_existing, task.tests
+    out = tmp_path / "bundle.git"
+    argv = ["bundle", "--tasks", str(tasks), "--repo-path", str(repo), "--out", str(out),
+            "--path", "pkg"]  # fmt: skip
+    assert eval_main(argv) == 0
+    files = Repo(out).list_tree(f"refs/bases/{task.base_commit}")
+    assert "checks/test_more.py" in files and "pkg/ops.py" in files
