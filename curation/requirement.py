@@ -387,10 +387,9 @@ def _targets(task: Task) -> list[str]:
     out = [
         "You write these functions (the targets). Your starting tree already holds the rest of "
         "the change (callers, new modules, configuration); each target is at its base version, "
-        "or, where the change adds it, a stub with its signature that raises "
-        "`NotImplementedError`. A signature is given where yours must differ from the tree's:",
+        "or, where the change adds it, a stub that raises `NotImplementedError`; each with the "
+        "signature it must have:",
     ]
-    shown = _tree_signatures(task)
     for t in task.targets:
         what = {
             "modified": "change it",
@@ -398,30 +397,10 @@ def _targets(task: Task) -> list[str]:
             "deleted": "the change removes it",
             "unchanged": "launches the kernels; change it if your kernels need it",
         }[str(t.status)]
-        line = f"- `{t.file}`: `{t.name}` ({t.role}; {what})"
-        sig = _one_line(t.signature).rstrip(":")
-        if t.status in ("modified", "unchanged") and shown.get(t.name) != sig:
-            line += f": `{sig}`"
-        out.append(line)
+        out.append(f"- `{t.file}`: `{t.name}` ({t.role}; {what}): `{_one_line(t.signature)}`")
         if t.docstring and t.status == "added":
             doc = _one_line(t.docstring.strip("\"' \n"))
             out.append(f"  - documented as: {doc[:300]}")
-    return out
-
-
-def _tree_signatures(task: Task) -> dict[str, str]:
-    """Target name -> the signature the starting tree shows for it, where known: a kernel's
-    base header, a wrapper's at the base commit (the task's context), a new target's stub."""
-    out: dict[str, str] = {}
-    for item in _context_items(task):
-        out.setdefault(item.name, _one_line(item.signature).rstrip(":"))
-    for k in task.kernels:
-        head = header(k.before_src) or k.signature_before
-        if head:
-            out[k.name] = _one_line(head).rstrip(":")
-    for t in task.targets:
-        if t.status in ("added", "unchanged"):
-            out[t.name] = _one_line(t.signature).rstrip(":")
     return out
 
 
