@@ -183,6 +183,12 @@ def render_card(
             if rel["withdrawn"]
             else ""
         )
+        + "".join(
+            f"; {key.replace('_', ' ')} ({split}'s default config): {', '.join(d[key])}"
+            for split, d in sorted((rel.get("defaults") or {}).items())
+            for key in ("verified_since", "unverified_since")
+            if d.get(key)
+        )
         for rel in reversed(manifest["releases"])
     )
     text = string.Template(_template()).safe_substitute(

@@ -311,5 +311,7 @@ def test_a_later_verdict_moves_a_released_task_into_or_out_of_the_default_config
     assert (moved["verified_since"], moved["unverified_since"]) == ([second.id], [first.id])
     card = (out / "README.md").read_text()
     assert "| fw | 1 | 1 | 0 |" in card  # the card counts the verdicts shown now
+    assert f"verified since (test's default config): {second.id}" in card  # its changelog
+    assert f"unverified since (test's default config): {first.id}" in card
     # a third release with nothing new and no verdict moved is refused
     assert bench([*build, "--version", "1.2.0"]) == 1
