@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchmarkError
+from benchmark.schema import row_status
 from core.errors import CoreError, RecordError
 from core.files import output_lock, read_json, write_json
 from core.records import from_json
@@ -224,7 +225,8 @@ def _build(
     rows, skipped = collect(tasks_root, only_approved)
     released = {tid for split in frozen.values() for tid in split["tasks"]}
     fresh = sorted(tid for tid in rows if tid not in released)
-    shown = _shown_rows(out, manifest, frozen)
+    released_rows = _frozen_rows(out, frozen)
+    shown = _shown_rows(out, manifest, released_rows)
     moved = _rejudged(frozen, shown, rows)
     if not fresh and not moved and not allow_empty:
         raise BenchmarkError(_nothing_new(version, tasks_root, rows, skipped))
@@ -239,7 +241,7 @@ def _build(
     withdrawn = sorted(released - set(rows))
     all_splits = {name: list(s["tasks"]) for name, s in frozen.items()}
     all_splits.update({k: sorted(v) for k, v in new_splits.items() if v})
-    rejudged = {tid: _status(rows[tid]) for split in moved.values() for tid in split}
+    rejudged = {tid: row_status(rows[tid]) for split in moved.values() for tid in split}
     result = BuildResult(version, all_splits, sorted(k for k, v in new_splits.items() if v),
                          fresh, withdrawn, skipped, dry_run, rejudged)  # fmt: skip
     if dry_run:
@@ -268,7 +270,7 @@ def _build(
     from benchmark.card import render_card
 
     # the card counts each released task with the verdict its default config now shows
-    shown_now = _shown_rows(out, manifest, frozen) if defaults else shown
+    shown_now = _shown_rows(out, manifest, released_rows) if defaults else shown
     all_rows = shown_now | {t: rows[t] for t in fresh}
     render_card(out, manifest, all_splits, all_rows, reference_note=reference_note)
     # The manifest last: until it names the version, a failed build can simply be rerun.
@@ -277,11 +279,7 @@ def _build(
 
 
 def verified(row: dict[str, Any]) -> bool:
-    return bool(row.get("verification") and row["verification"]["status"] == "verified")
-
-
-def _status(row: dict[str, Any]) -> str:
-    return str(row["verification"]["status"]) if row.get("verification") else "unverified"
+    return row_status(row) == "verified"
 
 
 # What a later verdict replaces in a released row (the task itself stays as released).
@@ -289,14 +287,14 @@ REJUDGED_FIELDS = ("verification", "reference", "tests")
 
 
 def _shown_rows(
-    out: Path, manifest: dict[str, Any], frozen: dict[str, dict[str, Any]]
+    out: Path, manifest: dict[str, Any], released: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """Each released task's row as the folder shows it now: as released, then, release by
+    """Each released task's row as the folder shows it now: as `released`, then, release by
     release, the verdicts of the default-config files written after it (a task that left the
     verified set is not in its split's file: the manifest names it)."""
     import pyarrow.parquet as pq
 
-    rows = _frozen_rows(out, frozen)
+    rows = dict(released)
     for rel in manifest["releases"]:
         for d in (rel.get("defaults") or {}).values():
             for r in pq.read_table(out / "data" / d["file"]).to_pylist():

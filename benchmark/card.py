@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchmarkError
-from benchmark.schema import card_fields
+from benchmark.schema import card_fields, row_status
 from core.files import write_atomic
 
 
@@ -92,17 +92,12 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _status(row: dict[str, Any]) -> str:
-    v = row.get("verification")
-    return str(v["status"]) if v else "unverified"
-
-
 def _crosstab(title: str, key: str, rows: list[dict[str, Any]]) -> str:
     """Tasks by `key` (a repository with no GitHub name by its framework) and status."""
     cols = ["verified", "unverified", "out_of_scope"]
     by: dict[str, Counter[str]] = defaultdict(Counter)
     for r in rows:
-        by[str(r[key] or r["framework"])][_status(r)] += 1
+        by[str(r[key] or r["framework"])][row_status(r)] += 1
     head = f"| {title} | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols)
     body = "\n".join(
         f"| {k} | " + " | ".join(str(c[s]) for s in cols) + " |" for k, c in sorted(by.items())
@@ -115,11 +110,11 @@ def _reasons(rows: list[dict[str, Any]]) -> str:
     count), with counts."""
     kinds: Counter[str] = Counter()
     for r in rows:
-        if _status(r) == "verified":
+        if row_status(r) == "verified":
             continue
         reason = (r.get("verification") or {}).get("reason") or "no reference run yet"
         kind = reason.split(":", 1)[0].split(" (", 1)[0]
-        kinds[f"{_status(r)}: {kind[:80]}"] += 1
+        kinds[f"{row_status(r)}: {kind[:80]}"] += 1
     return _table("not verified, by reason", kinds)
 
 

@@ -248,6 +248,12 @@ def features() -> Any:
     return Features({c.name: _feature(c.dtype) for c in COLUMNS})
 
 
+def row_status(r: Mapping[str, Any]) -> str:
+    """A dataset row's verification status (`unverified` for a row that has none)."""
+    v = r.get("verification")
+    return str(v["status"]) if v else "unverified"
+
+
 def row(tdir: TaskDir) -> dict[str, Any]:
     """One dataset row from a task directory."""
     src = TaskSource(tdir)

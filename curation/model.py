@@ -230,6 +230,11 @@ class Task:
     # the GPU gate's verdict: written by `eval reference`, kept across curate reruns
     verification: Verification = Verification()
 
+    @property
+    def target_files(self) -> frozenset[str]:
+        """The files of the targets and of the PR's kernels (paths at the gold commit)."""
+        return frozenset({t.file for t in self.targets} | {k.file for k in self.kernels})
+
 
 @dataclass
 class CuratorRecord:

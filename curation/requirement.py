@@ -319,7 +319,7 @@ def _render(task: Task, *, with_body: bool) -> str:
     if task.targets:
         # the Interface lists each target with its file and signature: here only the files,
         # and the changes that are not "write this function" (a move, a removal, a relaunch)
-        files = sorted({t.file for t in task.targets} | {k.file for k in task.kernels})
+        files = sorted(task.target_files)
         out.append("Files: " + ", ".join(f"`{f}`" for f in files) + ".")
         out += [f"- {_where(k, with_wrappers=False)}" for k in task.kernels
                 if k.change not in ("modified", "added")]  # fmt: skip

@@ -282,7 +282,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         heads = touched.setdefault(task.base_commit, set())
         for name in (TaskFile.SETUP_PATCH, TaskFile.GOLD_PATCH, TaskFile.TEST_PATCH):
             heads |= {p.split("/", 1)[0] for p, _ in split_patch(t.read_bytes(name) or b"")}
-        tests = (*task.tests.changed_in_pr, *task.tests.selected_existing, *task.tests.node_ids)
+        tests = (*task.tests.files, *task.tests.node_ids)
         heads |= {f.split("::", 1)[0].split("/", 1)[0] for f in tests if "/" in f}
     out = init_bare(args.out)
     with tempfile.TemporaryDirectory() as tmp:

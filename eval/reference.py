@@ -205,8 +205,7 @@ def select_node_ids(
     limit still gives the tests that finished before."""
     caps = caps or SelectionCaps()
     total = caps.total or framework(task.framework).tests.select_max or SELECT_MAX
-    files = {t.file for t in task.targets} | {k.file for k in task.kernels}
-    modules = sorted(m for f in files if (m := module_name(f)))
+    modules = sorted(m for f in task.target_files if (m := module_name(f)))
     env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(total),
            "TPB_SELECT_MODULES": ",".join(modules), "TPB_ISOLATED": "0"}  # fmt: skip
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,

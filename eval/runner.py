@@ -99,6 +99,10 @@ def channel_env(
 ) -> dict[str, str]:
     """The variables the harness sets for a test run (the channel's fds come on top);
     `pythonpath`: directories of the framework's checkout that go first (a src/ layout)."""
+    # the harness's own extra site directories (packages installed for the run): on the path
+    # last, so nothing there shadows the framework or the plugins, and named to the verdict
+    # plugin as installed code
+    site = os.environ.get("PYTHONPATH", "")
     return {
         # the verdict plugin's directory first: nothing in the tree can shadow it
         "PYTHONPATH": os.pathsep.join(
@@ -107,12 +111,10 @@ def channel_env(
                 *(str(Path(workdir) / p) for p in pythonpath),
                 str(workdir),
                 str(plugin_root),
-                # the harness's own extra site directories (packages installed for the run),
-                # last: nothing there shadows the framework or the plugins
-                *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)),
+                *filter(None, site.split(os.pathsep)),
             ]
         ),
-        SITE_ENV: os.environ.get("PYTHONPATH", ""),
+        SITE_ENV: site,
         "TPB_KERNELS": ",".join(kernels),
         "TPB_ISOLATED": "1" if isolated_timing else "0",
     }

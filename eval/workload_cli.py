@@ -225,8 +225,6 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
 def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     """The gate's verdict with the new workload: rejudged with the task's reference runs, or,
     before its tests have had any, unverified with the measured ratio as the reason."""
-    from datetime import UTC, datetime
-
     from curation.model import Verification, VerificationStatus
     from eval.gate import workload_verdict
     from eval.model import Reference
@@ -236,10 +234,8 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     if ref is None or not ref.node_ids:
         ok, why = workload_verdict(result, [k.name for k in task.kernels])
         reason = f"{why}; its tests have no reference run yet" if ok else why
-        when = result.measured_at or datetime.now(UTC).isoformat(timespec="seconds")
-        tdir.record_verification(
-            Verification(VerificationStatus.UNVERIFIED, reason, when, result.environment)
-        )
+        tdir.record_verification(Verification(VerificationStatus.UNVERIFIED, reason,
+                                              result.measured_at, result.environment))  # fmt: skip
         return f"; workload {'passes' if ok else 'fails'} the gate ({why}); no reference run"
     new, verdict = rejudge(task, ref, result)
     tdir.store(TaskFile.REFERENCE, new)

@@ -88,7 +88,7 @@ class Call:
         self.mode = spec.get("mode") or "forward"
         self.full = self.mode in ("full", "backward")  # gradients are made and compared
         self.grads: dict[int, list[Any]] = {}  # per input set: made once, outside any timing
-        self.graphs: dict[int, tuple[Any, list[Any], list[Any]]] = {}  # BACKWARD: kept forward
+        self.graphs: dict[int, tuple[Any, list[Any]]] = {}  # BACKWARD: kept forward, its outputs
 
     def __call__(self, i: int = 0) -> Any:
         if self.mode == "backward":
@@ -98,12 +98,16 @@ class Call:
             self._backward(i, out)
         return out
 
+    def _clear_grads(self, i: int) -> None:
+        pos, kw, _ = self.sets[i]
+        for t in [*pos, *kw.values()]:
+            if getattr(t, "grad", None) is not None:
+                t.grad = None
+
     def _forward(self, i: int) -> Any:
         pos, kw, _ = self.sets[i]
         if self.full:
-            for t in [*pos, *kw.values()]:
-                if getattr(t, "grad", None) is not None:
-                    t.grad = None
+            self._clear_grads(i)
         out = self.fn(*pos, **kw)
         if self.entry.get("kind") == "kernel":
             out = [*pos, *kw.values()]  # a kernel's outputs are the arguments it writes
@@ -119,23 +123,19 @@ class Call:
             ]
         return outs, self.grads[i]
 
-    def _backward(self, i: int, out: Any, retain: bool = False) -> None:
+    def _backward(self, i: int, out: Any) -> None:
         outs, grads = self._outs_and_grads(i, out)
         if outs:
-            self.torch.autograd.backward(outs, grads, retain_graph=retain)
+            self.torch.autograd.backward(outs, grads)
 
     def _backward_only(self, i: int) -> Any:
         if i not in self.graphs:
             out = self._forward(i)
-            outs, grads = self._outs_and_grads(i, out)
-            self.graphs[i] = (out, outs, grads)
-        out, outs, grads = self.graphs[i]
-        pos, kw, _ = self.sets[i]
-        for t in [*pos, *kw.values()]:
-            if getattr(t, "grad", None) is not None:
-                t.grad = None
+            self.graphs[i] = (out, self._outs_and_grads(i, out)[0])
+        out, outs = self.graphs[i]
+        self._clear_grads(i)
         if outs:
-            self.torch.autograd.backward(outs, grads, retain_graph=True)
+            self.torch.autograd.backward(outs, self.grads[i], retain_graph=True)
         return out
 
     def outputs(self, inputs: Any) -> dict[str, Any]:

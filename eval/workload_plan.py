@@ -22,7 +22,7 @@ import ast
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -162,7 +162,7 @@ class TargetNames:
 
 
 def target_names(task: Task) -> TargetNames:
-    files = {t.file for t in task.targets} | {k.file for k in task.kernels}
+    files = task.target_files
     names = {t.name.split(".")[0] for t in task.targets if t.role is TargetRole.WRAPPER}
     names |= {t.name.split(".")[-1] for t in task.targets}
     names |= {w.split(".")[0] for k in task.kernels for w in k.wrappers}
@@ -171,7 +171,7 @@ def target_names(task: Task) -> TargetNames:
     return TargetNames(modules, {f.rsplit("/", 1)[-1][:-3] for f in files}, names)
 
 
-def defined_names(view: TreeView, files: set[str]) -> frozenset[str]:
+def defined_names(view: TreeView, files: Set[str]) -> frozenset[str]:
     """The top-level functions and classes of the target files at the base commit."""
     out: set[str] = set()
     for text in view.read(sorted(files)).values():
@@ -187,7 +187,7 @@ def defined_names(view: TreeView, files: set[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def importing_files(view: TreeView, modules: set[str], files: set[str]) -> set[str]:
+def importing_files(view: TreeView, modules: set[str], files: Set[str]) -> set[str]:
     """The package files (outside tests and benchmarks) that import one of `modules`, by
     absolute or relative import: the public ops a benchmark calls are often one module away
     from the target (flash-linear-attention's `chunk_gated_delta_rule`, in `chunk.py`, calls
@@ -230,7 +230,7 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
         return [], "no benchmark scripts in the repository"
     texts = view.read(scripts)
     tn = target_names(task)
-    files = {t.file for t in task.targets} | {k.file for k in task.kernels}
+    files = task.target_files
     calls, notes = _script_calls(scripts, texts, tn, defined_names(view, files), mode)
     if calls:
         return calls, notes[-1]
