@@ -19,7 +19,9 @@ Refuses: a pip failure is an `EnvBuildError` naming the key and pip's last line.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -157,6 +159,17 @@ def prepare_venv(wheelhouse: Path, cache: Path, python: str = sys.executable) ->
     if marker.exists():
         return bin_python
     cache.mkdir(parents=True, exist_ok=True)
+    # tasks run side by side share a wheelhouse: one process makes its venv, the others wait
+    with open(cache / f"{wheelhouse.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            _make_venv(wheelhouse, venv, python)
+    return bin_python
+
+
+def _make_venv(wheelhouse: Path, venv: Path, python: str) -> None:
+    bin_python = venv / "bin" / "python"
+    shutil.rmtree(venv, ignore_errors=True)  # a run killed half way leaves no marker
     _step([python, "-m", "venv", "--without-pip", str(venv)], wheelhouse)
     # The host's packages (torch, Triton, ... in this interpreter's site directories, which
     # may themselves be a virtual environment's) come after the venv's own: a path file.
@@ -165,8 +178,7 @@ def prepare_venv(wheelhouse: Path, cache: Path, python: str = sys.executable) ->
     install = [python, "-m", "pip", "--python", str(bin_python), "install", "-q", "--no-index",
                "--no-deps", "--find-links", str(wheelhouse), *_wheels(wheelhouse)]  # fmt: skip
     _step(install, wheelhouse)
-    marker.write_text("\n".join(_wheels(wheelhouse)) + "\n")
-    return bin_python
+    (venv / ".installed").write_text("\n".join(_wheels(wheelhouse)) + "\n")
 
 
 _PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"

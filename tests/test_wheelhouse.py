@@ -116,6 +116,24 @@ def test_a_task_runs_on_its_pinned_packages_and_records_them(tmp_path: Path) -> 
     assert "tpbdep==1.0" not in ref["environment"]["packages"]
 
 
+def test_side_by_side_tasks_share_one_venv_and_a_half_made_one_is_remade(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    house = tmp_path / "house"
+    house.mkdir()
+    wheel = build_wheel(tmp_path, "tpbdep", "1.0")
+    wheel.rename(house / wheel.name)
+    cache = tmp_path / "venvs"
+    (cache / house.name / "bin").mkdir(parents=True)  # a run killed while making it
+    (cache / house.name / "bin" / "python").write_text("not an interpreter")
+    with ThreadPoolExecutor(4) as pool:
+        pythons = list(pool.map(lambda _: prepare_venv(house, cache), range(4)))
+    assert len(set(pythons)) == 1
+    out = subprocess.run([str(pythons[0]), "-c", "import tpbdep; print(tpbdep.VERSION)"],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == "1.0"
+
+
 def _ids(tmp_path: Path, *ids: str) -> Path:
     path = tmp_path / "ids.txt"
     path.write_text("\n".join(ids) + "\n")
