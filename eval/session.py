@@ -176,6 +176,7 @@ def run_references(
                     if end is not None and time.monotonic() > end:
                         for tdir in queue:
                             errors[tdir.id] = "not started: the deadline passed"
+                            on_done(tdir, None, errors[tdir.id])
                         queue = []
                         break
                     tdir = queue.pop(0)

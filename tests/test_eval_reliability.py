@@ -130,3 +130,17 @@ def test_reference_records_a_broken_task_and_goes_on(
     err = capsys.readouterr().err
     assert f"{GHOST}: not run: no repository for ghost" in err
     assert f"{TORN}: not run: RecordError:" in err and "Traceback" not in err
+
+
+def test_reference_names_each_task_its_deadline_left_unstarted(
+    mixed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, tasks, good = mixed
+    argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "1",
+            "--no-isolated-timing", "--out", str(tmp_path / "ref"), "--force",
+            "--deadline", "0.000001"]  # fmt: skip
+    eval_main(argv)
+    err = capsys.readouterr().err
+    for tid in (good, GHOST, TORN):
+        assert f"{tid}: not run: not started: the deadline passed" in err
+    assert not (tasks / good / "reference.json").exists()
