@@ -201,6 +201,20 @@ def python_paths() -> list[Path]:
     return out
 
 
+def site_paths() -> list[Path]:
+    """The harness's own PYTHONPATH directories (packages installed for the run, e.g. wheels
+    unpacked into /tmp/site on a lent machine, which the sandbox's private /tmp would hide);
+    the project checkout, which holds task directories, is not one of them."""
+    out = []
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        p = Path(entry).resolve()
+        if not (p.is_relative_to(PROJECT_ROOT) or PROJECT_ROOT.is_relative_to(p)):
+            out.append(p)
+    return out
+
+
 def _env_paths(env: Mapping[str, str]) -> list[Path]:
     out = [env[k] for k in ENV_PATHS if env.get(k)]
     out += env.get("LD_LIBRARY_PATH", "").split(":")
@@ -282,7 +296,7 @@ def view_args(
     _devices(view, policy)
     view.args += ["--proc", "/proc"]
     view.tmpfs("/tmp", policy.tmp_bytes)
-    for p in (*python_paths(), *_env_paths(env), EVAL_DIR, *mounts.readonly):
+    for p in (*python_paths(), *site_paths(), *_env_paths(env), EVAL_DIR, *mounts.readonly):
         view.bind(Path(os.path.abspath(p)))
     for p in mounts.writable:
         view.bind(p.resolve(), "--bind", again=True)

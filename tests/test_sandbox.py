@@ -189,6 +189,28 @@ def test_a_bwrap_outside_the_system_directories_runs(tmp_path: Path, monkeypatch
     assert (run.exit_code, run.output) == (0, b"ran"), run.log
 
 
+def test_the_harness_site_directories_are_visible_and_the_checkout_is_not(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The H200 regression: wheels unpacked into /tmp/site (the harness's PYTHONPATH) were
+    hidden by the sandbox's private /tmp, so Liger-Kernel #778's tests found no `datasets`."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "tpbsitemod.py").write_text("VALUE = 'from the site'\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(PROJECT_ROOT)]))
+    work = tmp_path / "work"
+    work.mkdir()
+    script = work / "s.py"
+    script.write_text(
+        "import os, tpbsitemod\n"
+        f"seen = os.path.exists({str(PROJECT_ROOT / 'tests')!r})\n"
+        "open('out.bin', 'w').write(f'{tpbsitemod.VALUE} {seen}')\n"
+    )
+    env = {"PYTHONPATH": os.pathsep.join([str(work), str(site)])}
+    run = run_script(script, work, "out.bin", timeout_s=60, extra_env=env)
+    assert run.output == b"from the site False", run.log
+
+
 def test_a_missing_bwrap_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing there
     with pytest.raises(SandboxUnavailable) as err:
