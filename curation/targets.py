@@ -17,7 +17,9 @@ as the gold has it and is left out of the targets, with a log line.
 
 from __future__ import annotations
 
+import ast
 import logging
+import re
 from collections.abc import Mapping, Sequence
 
 from core.files import line_starts
@@ -123,6 +125,106 @@ def find_targets(
     )
 
 
+def keep_base_imports(source: str, base_file: bytes, gold_file: bytes, name: str = "") -> str:
+    """A wrapper's base `source` with the module imports it uses that the gold file dropped,
+    made local to it (first statements after the docstring): the setup state keeps the gold
+    module's imports, so a base wrapper that calls `math.ceil` where the PR removed `import
+    math` would fail at the base variant (Liger-Kernel #815 on the H200). Local, so the gold
+    wrapper spliced over it leaves the gold file unchanged."""
+    base_imports = _module_imports(base_file)
+    gold_bound = _module_names(gold_file)
+    if not base_imports or gold_bound is None:
+        return source
+    used = set(re.findall(r"[A-Za-z_]\w*", source))
+    missing = sorted(n for n in base_imports if n in used and n not in gold_bound)
+    if not missing:
+        return source
+    data = source.encode()
+    root = parse_python(data).root_node
+    fn = next((n for n in root.named_children if n.type in _DEFS), None)
+    if fn is not None and fn.type == "decorated_definition":
+        fn = fn.child_by_field_name("definition")
+    body = fn.child_by_field_name("body") if fn is not None else None
+    if body is None or not body.named_children:
+        return source
+    first = body.named_children[0]
+    indent = " " * first.start_point.column
+    lines = [base_imports[n] for n in missing]
+    if (
+        first.type == "expression_statement"
+        and first.named_children[:1]
+        and (first.named_children[0].type == "string")
+    ):
+        at, text = first.end_byte, "".join(f"\n{indent}{line}" for line in lines)
+    else:
+        at, text = first.start_byte, "".join(f"{line}\n{indent}" for line in lines)
+    log.info("%s: the base version keeps %s, which the gold module no longer imports",
+             name or "wrapper", ", ".join(missing))  # fmt: skip
+    return (data[:at] + text.encode() + data[at:]).decode()
+
+
+_DEFS = ("function_definition", "decorated_definition")
+
+
+def _top_statements(tree: ast.Module) -> list[ast.stmt]:
+    """Module-level statements, those under top-level if / try / with included."""
+    out: list[ast.stmt] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        out.append(node)
+        if isinstance(node, _SCOPES):
+            continue  # a function's or class's own names are not the module's
+        for field in ("body", "orelse", "finalbody"):
+            todo += getattr(node, field, [])
+        for handler in getattr(node, "handlers", []):
+            todo += handler.body
+    return out
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _module_imports(src: bytes) -> dict[str, str]:
+    """Name -> the import statement (one name) that binds it at module level."""
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[str, str] = {}
+    for node in _top_statements(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                bound = a.asname or a.name.split(".")[0]
+                out.setdefault(bound, f"import {a.name}" + (f" as {a.asname}" if a.asname else ""))
+        elif isinstance(node, ast.ImportFrom) and not any(a.name == "*" for a in node.names):
+            module = "." * node.level + (node.module or "")
+            for a in node.names:
+                alias = f" as {a.asname}" if a.asname else ""
+                out.setdefault(a.asname or a.name, f"from {module} import {a.name}{alias}")
+    return out
+
+
+def _module_names(src: bytes) -> set[str] | None:
+    """Every name bound at module level (None: unknown, e.g. a star import or no parse)."""
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in _top_statements(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return None
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, (*_SCOPES,)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
 def _enclosing(qualname: str) -> list[str]:
     parts = qualname.split(".")
     return [".".join(parts[:i]) for i in range(1, len(parts))]
@@ -152,6 +254,8 @@ def setup_files(
             old = definitions(base).get(t.name) if base is not None else None
             gold_def = definitions(gold_files[t.file])[t.name]
             source = old.source if old is not None else stub(gold_def.source)
+            if old is not None and base is not None:
+                source = keep_base_imports(source, base, gold_files[t.file], t.name)
         items.setdefault(t.file, []).append(KernelSource(t.file, t.name, source))
     out = {}
     for path, group in items.items():

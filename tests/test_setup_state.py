@@ -262,3 +262,59 @@ def test_a_name_the_tests_import_that_the_setup_state_lacks_fails_the_check(
     assert tdir.load_task().tests.unresolved_imports == ("pkg.ops.add.not_there",)
     errors = check_task(tdir).errors
     assert any("not_there" in e and "neither the setup state" in e for e in errors)
+
+
+BASE_OPS = '''import math
+from functools import reduce as fold
+
+import torch
+
+
+def launch(x):
+    """Split rows over the SMs."""
+    per = math.ceil(x.shape[0] / 4)
+    return fold(lambda a, b: a + b, [per], 0)
+
+
+class Fn:
+    def run(self, x):
+        return math.floor(x)
+'''
+
+GOLD_OPS = '''import torch
+
+
+def launch(x):
+    """Split rows over the SMs."""
+    return x.shape[0]
+
+
+class Fn:
+    def run(self, x):
+        return int(x)
+'''
+
+
+def test_a_base_wrapper_keeps_the_imports_the_gold_module_dropped() -> None:
+    """Liger-Kernel #815 on the H200: the PR removed `import math` with the only use of it, so
+    the setup state's base wrapper raised NameError and the base variant could not run."""
+    from curation.splice import definitions
+    from curation.targets import keep_base_imports
+
+    base, gold = BASE_OPS.encode(), GOLD_OPS.encode()
+    fn = keep_base_imports(definitions(base)["launch"].source, base, gold)
+    assert fn.splitlines()[1:4] == ['    """Split rows over the SMs."""',
+                                    "    from functools import reduce as fold", "    import math"]  # fmt: skip
+    scope: dict = {}
+    exec(fn, scope)  # runs where the gold module's names are all there is
+    assert scope["launch"](type("X", (), {"shape": (10,)})()) == 3
+    method = keep_base_imports(definitions(base)["Fn.run"].source, base, gold)
+    assert method.splitlines()[1] == "        import math"
+    assert keep_base_imports(definitions(gold)["launch"].source, gold, gold) == (
+        definitions(gold)["launch"].source
+    )  # nothing dropped, nothing added
+    # a module that star-imports may bind anything: left alone
+    star = b"from torch import *\n" + gold
+    assert keep_base_imports(definitions(base)["launch"].source, base, star) == (
+        definitions(base)["launch"].source
+    )
