@@ -303,8 +303,8 @@ def test_a_base_wrapper_keeps_the_imports_the_gold_module_dropped() -> None:
 
     base, gold = BASE_OPS.encode(), GOLD_OPS.encode()
     fn = keep_base_imports(definitions(base)["launch"].source, base, gold)
-    assert fn.splitlines()[1:4] == ['    """Split rows over the SMs."""',
-                                    "    from functools import reduce as fold", "    import math"]  # fmt: skip
+    kept = ["    from functools import reduce as fold", "    import math"]
+    assert fn.splitlines()[1:4] == ['    """Split rows over the SMs."""', *kept]
     scope: dict = {}
     exec(fn, scope)  # runs where the gold module's names are all there is
     assert scope["launch"](type("X", (), {"shape": (10,)})()) == 3
