@@ -150,12 +150,15 @@ def download(
     return sum(f.stat().st_size for f in dest.glob("*.whl"))
 
 
+INSTALLED = ".installed"  # written last: a venv without it is half made
+
+
 def prepare_venv(wheelhouse: Path, cache: Path, python: str = sys.executable) -> Path:
     """The interpreter of a virtual environment (system site packages visible) with the
     wheelhouse installed offline; made once per wheelhouse under `cache`."""
     venv = cache / wheelhouse.name
     bin_python = venv / "bin" / "python"
-    marker = venv / ".installed"
+    marker = venv / INSTALLED
     if marker.exists():
         return bin_python
     cache.mkdir(parents=True, exist_ok=True)
@@ -178,7 +181,7 @@ def _make_venv(wheelhouse: Path, venv: Path, python: str) -> None:
     install = [python, "-m", "pip", "--python", str(bin_python), "install", "-q", "--no-index",
                "--no-deps", "--find-links", str(wheelhouse), *_wheels(wheelhouse)]  # fmt: skip
     _step(install, wheelhouse)
-    (venv / ".installed").write_text("\n".join(_wheels(wheelhouse)) + "\n")
+    (venv / INSTALLED).write_text("\n".join(_wheels(wheelhouse)) + "\n")
 
 
 _PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
