@@ -66,6 +66,7 @@ class TargetRole(StrEnum):
     KERNEL = "kernel"  # a Triton kernel the PR changes
     HELPER = "helper"  # a jit helper called by kernels
     WRAPPER = "wrapper"  # a Python function that launches one of them
+    CALLER = "caller"  # a function whose changed lines call a wrapper whose interface changed
 
 
 class TargetStatus(StrEnum):

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from core.files import line_starts
 from curation.errors import SpliceError
 from curation.model import Target, TargetKernel, TargetRole, TargetStatus
-from curation.splice import KernelSource, definitions, splice_file
+from curation.splice import Definition, KernelSource, definitions, splice_file
 from mining.git import file_diff
 from mining.kernels import parse_python
 
@@ -117,12 +117,60 @@ def find_targets(
             out.append(
                 Target(k.file, qualname, TargetRole.WRAPPER, status, d.signature, d.docstring)
             )
+    out += _coupled_callers(out, kernels, gold_files, base_files)
     # A function nested in another target is part of it (a closure inside an autograd
     # Function's backward): the outer one is the target.
     names = {(t.file, t.name) for t in out}
     return tuple(
         t for t in out if not any((t.file, outer) in names for outer in _enclosing(t.name))
     )
+
+
+def _coupled_callers(
+    targets: Sequence[Target],
+    kernels: Sequence[TargetKernel],
+    gold_files: Mapping[str, bytes],
+    base_files: Mapping[str, bytes],
+) -> list[Target]:
+    """Functions of a wrapper's file that the PR changes where they call a wrapper whose
+    interface it changes (parameters or what it returns): at the setup state the gold caller
+    would meet the base wrapper (Liger-Kernel #1187's autograd Function unpacked 7 values from a
+    wrapper that returned 6 at base, so its base could not run on the H200). They become
+    targets, so base, gold and prediction each keep caller and wrapper consistent."""
+    old_paths = {k.file: k.old_file or k.file for k in kernels}
+    seen = {(t.file, t.name) for t in targets}
+    out: list[Target] = []
+    for w in targets:
+        if w.role is not TargetRole.WRAPPER or w.status is not TargetStatus.MODIFIED:
+            continue
+        base = base_files.get(old_paths.get(w.file, w.file))
+        if base is None or w.file not in gold_files:
+            continue
+        gold_defs, base_defs = definitions(gold_files[w.file]), definitions(base)
+        old, new = base_defs.get(w.name), gold_defs.get(w.name)
+        if old is None or new is None or not _interface_changed(old, new):
+            continue
+        call = re.compile(rf"\b{re.escape(w.name.rsplit('.', 1)[-1])}\(")
+        for qualname, d in gold_defs.items():
+            before = base_defs.get(qualname)
+            if (w.file, qualname) in seen or before is None or before.source == d.source:
+                continue
+            kept = set(before.source.splitlines())
+            if any(call.search(line) for line in d.source.splitlines() if line not in kept):
+                seen.add((w.file, qualname))
+                out.append(Target(w.file, qualname, TargetRole.CALLER, TargetStatus.MODIFIED,
+                                  d.signature, d.docstring))  # fmt: skip
+    return out
+
+
+def _interface_changed(old: Definition, new: Definition) -> bool:
+    """Whether a wrapper's parameters or its return statements differ between two versions."""
+
+    def returns(d: Definition) -> list[str]:
+        return sorted(" ".join(line.split()) for line in d.source.splitlines()
+                      if line.strip().startswith("return"))  # fmt: skip
+
+    return old.signature != new.signature or returns(old) != returns(new)
 
 
 def keep_base_imports(source: str, base_file: bytes, gold_file: bytes, name: str = "") -> str:

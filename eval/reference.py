@@ -183,9 +183,12 @@ SELECT_MAX = 24
 MAX_NODE_IDS = 8
 
 
+_KERNEL_ROLES = (TargetRole.KERNEL, TargetRole.HELPER)
+
+
 def target_kernel_names(task: Task) -> set[str]:
     """The kernel (and helper) names whose launches make a test exercise the task."""
-    names = {t.name.rsplit(".", 1)[-1] for t in task.targets if t.role is not TargetRole.WRAPPER}
+    names = {t.name.rsplit(".", 1)[-1] for t in task.targets if t.role in _KERNEL_ROLES}
     return names or {k.name for k in task.kernels}
 
 

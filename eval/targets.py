@@ -29,7 +29,7 @@ from eval.splice import KernelSource
 class Target:
     file: str
     name: str  # qualified name in the file (`Class.method` for a method)
-    role: str  # kernel | helper | wrapper
+    role: str  # kernel | helper | wrapper | caller
 
 
 def targets(task: Task) -> tuple[Target, ...]:

@@ -318,3 +318,71 @@ def test_a_base_wrapper_keeps_the_imports_the_gold_module_dropped() -> None:
     assert keep_base_imports(definitions(base)["launch"].source, base, star) == (
         definitions(base)["launch"].source
     )
+
+
+SCALE_BASE = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def scale_forward(x):
+    out = torch.empty_like(x)
+    scale_kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), BLOCK=128)
+    return out, 128
+
+
+class ScaleFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out, block = scale_forward(x)
+        ctx.block = block
+        return out
+
+
+def describe(x):
+    return "scaled"
+"""
+
+
+def _scale_gold(text: str) -> str:
+    return (text.replace("BLOCK=128)", "BLOCK=256, num_warps=4)")
+            .replace("return out, 128", "return out, 256, 4")
+            .replace("out, block = scale_forward(x)", "out, block, warps = scale_forward(x)")
+            .replace('return "scaled"', 'return "scaled twice"'))  # fmt: skip
+
+
+def test_a_caller_of_a_wrapper_whose_interface_changed_is_a_target(tmp_path: Path) -> None:
+    """Liger-Kernel #1187 on the H200: the PR made its wrapper return 7 values instead of 6 and
+    its autograd Function unpack 7; the setup state paired the gold Function with the base
+    wrapper and its base could not run. Such a caller is a target now; a caller whose changed
+    line calls a wrapper with the same interface is not, nor is a change that calls none."""
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", SCALE_BASE)
+    repo.commit("Initial commit")
+    repo.write("pkg/ops.py", _scale_gold(SCALE_BASE))
+    repo.commit("Return the warps too (#1)")
+    same = _scale_gold(SCALE_BASE).replace(
+        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)\n",
+        "    x = tl.load(x_ptr + offs, mask=mask, other=0.0)\n    y = x * 3\n"
+        "    y = tl.where(mask, y, 0.0)\n    tl.store(out_ptr + offs, y, mask=mask)\n",
+    )
+    repo.write("pkg/ops.py", same.replace("scale_forward(x)\n", "scale_forward(x.contiguous())\n"))
+    repo.commit("Scale by three (#2)")
+    tasks = _tasks(tmp_path, repo)
+    roles = {t.name: t.role for t in tasks["1"].load_task().targets}
+    assert roles == {"scale_kernel": TargetRole.KERNEL, "scale_forward": TargetRole.WRAPPER,
+                     "ScaleFunction.forward": TargetRole.CALLER}  # fmt: skip
+    setup = _setup_tree(repo, tasks["1"], tmp_path / "setup1").joinpath("pkg/ops.py").read_text()
+    assert "return out, 128" in setup and "out, block = scale_forward(x)" in setup  # consistent
+    assert 'return "scaled twice"' in setup  # the rest of the change is there
+    assert check_task(tasks["1"]).errors == []  # setup state + gold targets is the gold
+    roles2 = {t.name: t.role for t in tasks["2"].load_task().targets}
+    assert TargetRole.CALLER not in roles2.values()
