@@ -2,8 +2,9 @@
 
 A regenerated checkout (or a new machine) re-curates the tasks from git history, but the gate's
 verdicts (the node ids chosen on the GPU, fail-to-pass / pass-to-pass, `verification`) live in
-the released dataset. This puts them back into each task.json whose patches are byte-identical
-to the released row, so the next GPU session resumes (scores, reruns) instead of starting over.
+the released dataset. This puts them back into each task.json whose gold, test and setup
+patches are byte-identical to the released row (a verdict is the setup state's), so the next GPU
+session resumes (scores, reruns) instead of starting over.
 
     python scripts/restore_verdicts.py release/triton-pr-bench --tasks tasks
 
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, col in (
                 (TaskFile.GOLD_PATCH, "gold_patch"),
                 (TaskFile.TEST_PATCH, "test_patch"),
+                (TaskFile.SETUP_PATCH, "setup_patch"),  # the verdict is the setup state's
             )
         )
         if not same:

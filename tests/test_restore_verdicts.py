@@ -1,0 +1,47 @@
+"""scripts/restore_verdicts.py: a released verdict goes back into a freshly curated task only
+when the task is the one the verdict was made on (gold, test and setup patches identical)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from curation.taskdir import TaskFile, task_dirs
+from tests.tinyfw import make_task_env
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from restore_verdicts import main as restore
+
+VERDICT = {"status": "verified", "reason": "1 fail-to-pass, 0 pass-to-pass",
+           "checked_at": "2026-12-02T17:00:00+00:00", "environment": "NVIDIA H200"}  # fmt: skip
+
+
+def _release(folder: Path, rows: list[dict]) -> Path:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    (folder / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "data" / "dev-00000-of-00001.parquet")
+    return folder
+
+
+def test_a_verdict_returns_only_to_the_same_setup_state(tmp_path: Path, capsys) -> None:
+    _repo, _work, tasks = make_task_env(tmp_path)
+    [tdir] = task_dirs(tasks)
+    task = json.loads(tdir.path(TaskFile.TASK).read_text())
+    row = {
+        "task_id": tdir.id,
+        "gold_patch": (tdir.read_bytes(TaskFile.GOLD_PATCH) or b"").decode(),
+        "test_patch": (tdir.read_bytes(TaskFile.TEST_PATCH) or b"").decode(),
+        "setup_patch": (tdir.read_bytes(TaskFile.SETUP_PATCH) or b"").decode(),
+        "tests": task["tests"],
+        "verification": VERDICT,
+    }
+    changed = {**row, "setup_patch": row["setup_patch"] + "# the setup state it was made on\n"}
+    assert restore([str(_release(tmp_path / "old", [changed])), "--tasks", str(tasks)]) == 0
+    assert "its patches differ from the released row, skipped" in capsys.readouterr().out
+    assert tdir.load_task().verification.status != "verified"
+    assert restore([str(_release(tmp_path / "same", [row])), "--tasks", str(tasks)]) == 0
+    assert tdir.load_task().verification.status == "verified"
