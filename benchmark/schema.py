@@ -200,9 +200,10 @@ COLUMNS: tuple[Column, ...] = (
            "per file at the base commit: imports and the functions/classes shown to the model "
            "(wrappers, their callers, related classes) with why each was chosen"),
     Column("targets", [TARGET], _task("targets", [TARGET]),
-           "what the model writes: the kernels the PR changes and the wrappers launching them, "
-           "with role, what the PR does to each (modified / added / deleted / unchanged), "
-           "signature and docstring"),
+           "what the model writes: the kernels the PR changes, the wrappers launching them and "
+           "the callers whose changed lines call a wrapper whose interface the PR changes, with "
+           "role (kernel / helper / wrapper / caller), what the PR does to each (modified / "
+           "added / deleted / unchanged), signature and docstring"),
     Column("setup_patch", S, lambda s: s.tdir.read_text(TaskFile.SETUP_PATCH),
            "base commit -> setup state: the PR's whole change with every target at its base "
            "version (a stub for new ones); every variant starts there"),
