@@ -30,8 +30,13 @@ def top_level_names(source: bytes) -> set[str] | None:
         return None
     if _dynamic(tree):
         return None
+    return bound_names(ast.walk(tree))
+
+
+def bound_names(nodes: Iterable[ast.AST]) -> set[str]:
+    """The names these statements bind: definitions, imports and assignment targets."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Import):

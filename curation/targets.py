@@ -21,13 +21,19 @@ import ast
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from core.files import line_starts
 from curation.errors import SpliceError
+from curation.imports import bound_names
 from curation.model import Target, TargetKernel, TargetRole, TargetStatus
 from curation.splice import Definition, KernelSource, definitions, splice_file
 from mining.git import file_diff
 from mining.kernels import parse_python
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +56,7 @@ def stub(source: str) -> str:
         if body is None or not body.named_children:
             continue
         first = body.named_children[0]
-        keep_end = body.start_byte
-        if (
-            first.type == "expression_statement"
-            and first.named_children
-            and (first.named_children[0].type == "string")
-        ):
-            keep_end = first.end_byte  # the docstring stays
+        keep_end = first.end_byte if _is_docstring(first) else body.start_byte  # it stays
         indent = " " * first.start_point.column
         lead = "\n" + indent if keep_end != body.start_byte else ""
         text = f'{lead}raise NotImplementedError("{STUB_MESSAGE}")'.encode()
@@ -198,11 +198,7 @@ def keep_base_imports(source: str, base_file: bytes, gold_file: bytes, name: str
     first = body.named_children[0]
     indent = " " * first.start_point.column
     lines = [base_imports[n] for n in missing]
-    if (
-        first.type == "expression_statement"
-        and first.named_children[:1]
-        and (first.named_children[0].type == "string")
-    ):
+    if _is_docstring(first):
         at, text = first.end_byte, "".join(f"\n{indent}{line}" for line in lines)
     else:
         at, text = first.start_byte, "".join(f"{line}\n{indent}" for line in lines)
@@ -212,6 +208,12 @@ def keep_base_imports(source: str, base_file: bytes, gold_file: bytes, name: str
 
 
 _DEFS = ("function_definition", "decorated_definition")
+
+
+def _is_docstring(statement: Node) -> bool:
+    """Whether a body's first statement is its docstring (a plain string expression)."""
+    kids = statement.named_children
+    return statement.type == "expression_statement" and bool(kids) and kids[0].type == "string"
 
 
 def _top_statements(tree: ast.Module) -> list[ast.stmt]:
@@ -233,8 +235,10 @@ def _top_statements(tree: ast.Module) -> list[ast.stmt]:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def _module_imports(src: bytes) -> dict[str, str]:
-    """Name -> the import statement (one name) that binds it at module level."""
+@lru_cache(maxsize=64)
+def _module_imports(src: bytes) -> Mapping[str, str]:
+    """Name -> the import statement (one name) that binds it at module level. Cached by
+    content: the setup state asks once per wrapper of a file."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError):
@@ -253,24 +257,17 @@ def _module_imports(src: bytes) -> dict[str, str]:
     return out
 
 
-def _module_names(src: bytes) -> set[str] | None:
+@lru_cache(maxsize=64)
+def _module_names(src: bytes) -> frozenset[str] | None:
     """Every name bound at module level (None: unknown, e.g. a star import or no parse)."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError):
         return None
-    names: set[str] = set()
-    for node in _top_statements(tree):
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            return None
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {a.asname or a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, (*_SCOPES,)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return names
+    top = _top_statements(tree)
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in top):
+        return None
+    return frozenset(bound_names(top))
 
 
 def _enclosing(qualname: str) -> list[str]:
