@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import logging
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -150,17 +151,43 @@ def _coupled_callers(
         old, new = base_defs.get(w.name), gold_defs.get(w.name)
         if old is None or new is None or not _interface_changed(old, new):
             continue
-        call = re.compile(rf"\b{re.escape(w.name.rsplit('.', 1)[-1])}\(")
+        callee = w.name.rsplit(".", 1)[-1]
         for qualname, d in gold_defs.items():
             before = base_defs.get(qualname)
             if (w.file, qualname) in seen or before is None or before.source == d.source:
                 continue
-            kept = set(before.source.splitlines())
-            if any(call.search(line) for line in d.source.splitlines() if line not in kept):
+            if _changes_a_call(before.source, d.source, callee):
                 seen.add((w.file, qualname))
                 out.append(Target(w.file, qualname, TargetRole.CALLER, TargetStatus.MODIFIED,
                                   d.signature, d.docstring))  # fmt: skip
     return out
+
+
+def _changes_a_call(base_source: str, gold_source: str, callee: str) -> bool:
+    """Whether a line the PR adds to a function lies inside a call of `callee`: the call's
+    name line or any argument line (#1187's `backward` adds only `ctx.num_stages,` to a call
+    of a wrapper that gained that parameter)."""
+    kept = set(base_source.splitlines())
+    lines = gold_source.splitlines()
+    changed = {i for i, line in enumerate(lines) if line not in kept}
+    if not changed or f"{callee}(" not in gold_source:
+        return False
+    stack = [parse_python(textwrap.dedent(gold_source).encode()).root_node]
+    while stack:
+        node = stack.pop()
+        span = range(node.start_point.row, node.end_point.row + 1)
+        if node.type == "call" and _call_name(node) == callee and changed.intersection(span):
+            return True
+        stack.extend(node.named_children)
+    return False
+
+
+def _call_name(call: Node) -> str:
+    """The last name of a call's function: `f` of `f(x)` and of `mod.f(x)`."""
+    fn = call.child_by_field_name("function")
+    if fn is not None and fn.type == "attribute":
+        fn = fn.child_by_field_name("attribute")
+    return fn.text.decode() if fn is not None and fn.text is not None else ""
 
 
 def _interface_changed(old: Definition, new: Definition) -> bool:

@@ -9,12 +9,14 @@ The rule (DESIGN.md, "Validity"):
 - otherwise it is `verified` when the gold passes every kept node id in every run, and at least
   one node id fails at the setup state and passes with the gold in every run (new_op, bug_fix,
   feature). An optimization task is verified by its workload (`workload_verdict`: the gold at
-  least `MIN_SPEEDUP` times faster than the setup state on the workload's metric, every call's
-  spreads apart (gold p75 < base p25), the gold at least `MIN_GOLD_US` in all, the base's
+  least `MIN_SPEEDUP` times faster than the setup state on the workload's metric (its total over
+  the sizes), the totals' spreads apart (sum of gold p75 < sum of base p25; a size where the
+  gold is slower is named in the reason), the gold at least `MIN_GOLD_US` in all, the base's
   outputs within tolerance of the gold's); until it has one it stays `unverified: no workload`;
 - every other task is `unverified` with the reason: no test launches a target, a package the
   tests import is missing (named), the gold fails (which tests, which failure class), flaky
-  tests, no fail-to-pass test.
+  tests, no fail-to-pass test. A test that failed at the setup state by running out of GPU
+  memory is not a fail-to-pass test: the machine's load failed it, not the missing change.
 Flaky node ids (outcomes differ between runs of one variant) are listed and left out.
 """
 
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from curation.model import Hardware, Task, TaskType, Verification, VerificationStatus
-from eval.model import Environment, FailureClass, RunResult
+from eval.model import OUT_OF_MEMORY, Environment, FailureClass, RunResult
 from eval.workload_model import MIN_GOLD_US, WorkloadResult
 
 MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
@@ -51,6 +53,17 @@ def missing_modules(runs: Sequence[RunResult]) -> list[str]:
         for text in (r.detail, *(t.message for t in r.tests)):
             found |= {m.split(".")[0] for m in _MISSING.findall(text or "")}
     return sorted(found)
+
+
+def out_of_memory(nodeid: str, runs: Sequence[RunResult]) -> bool:
+    """Whether a run failed `nodeid` by running out of GPU memory (its message says so, or the
+    run's when the test has no outcome): a failure of the machine's load, not of the kernel."""
+    for r in runs:
+        test = next((t for t in r.tests if t.nodeid == nodeid), None)
+        text = test.message if test is not None else r.detail
+        if OUT_OF_MEMORY.search(text or ""):
+            return True
+    return False
 
 
 def environment_label(env: Environment) -> str:
@@ -93,8 +106,14 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
     if ratio < MIN_SPEEDUP:
         return False, f"gold not faster enough on the workload: {measured} (needs {MIN_SPEEDUP}x)"
     if not result.separated:
-        return False, f"workload spreads overlap: {measured} (gold p75 >= base p25 on a size)"
-    return True, f"workload ({result.metric}, {len(result.calls)} sizes): {measured}"
+        return False, f"workload spreads overlap: {measured} (gold p75 >= base p25 in total)"
+    slower = [
+        f"{c.label}: gold {c.gold.median_ms:.4g} vs base {c.base.median_ms:.4g} ms"
+        for c in result.calls
+        if c.base is not None and c.gold is not None and c.gold.p25_ms > c.base.p75_ms
+    ]
+    tail = f"; slower on {', '.join(slower)}" if slower else ""
+    return True, f"workload ({result.metric}, {len(result.calls)} sizes): {measured}{tail}"
 
 
 def decide(
@@ -135,6 +154,8 @@ def decide(
     gold_ok = [n for n in steady if all(o.get(n) == "passed" for o in outcome["gold"])]
     gold_bad = [n for n in steady if n not in gold_ok]
     f2p = tuple(n for n in gold_ok if all(o.get(n) != "passed" for o in outcome["base"]))
+    starved = tuple(n for n in f2p if out_of_memory(n, base))  # not a failure of the setup state
+    f2p = tuple(n for n in f2p if n not in starved)
     p2p = tuple(n for n in gold_ok if all(o.get(n) == "passed" for o in outcome["base"]))
     lists = f2p, p2p, tuple(flaky)
     if not gold:
@@ -166,6 +187,11 @@ def decide(
         return verdict(status, why), *lists
     if not f2p:
         why = f"{task.task_type.type}: no test fails at the setup state and passes with the gold"
+        if starved:
+            why = (
+                f"{task.task_type.type}: the setup state failed only by running out of GPU "
+                f"memory ({len(starved)} tests); run it with fewer tasks side by side"
+            )
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
     why = f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass" + (
         f", {len(flaky)} flaky left out" if flaky else ""

@@ -6,6 +6,7 @@ line of a scoring report.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -30,6 +31,11 @@ class FailureClass(StrEnum):
     CRASH = "crash"  # the test process died (signal) without a report
     INFRA = "infra"  # missing dependency, no GPU, collection error unrelated to the kernel
     SPLICE_ERROR = "splice_error"  # the prediction could not be put into the file
+
+
+# A failure of the machine's load, not of the code under test: a test or run that ran out of
+# GPU memory (on the H200, twelve memory-heavy cross-entropy runs side by side left each 0.4 GiB).
+OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory")
 
 
 @dataclass(frozen=True)

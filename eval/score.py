@@ -49,7 +49,7 @@ from core.records import from_json, to_json
 from curation.model import Task, TaskType
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
-from eval.model import FailureClass, Reference, RunResult, Variant
+from eval.model import OUT_OF_MEMORY, FailureClass, Reference, RunResult, Variant
 from eval.perf_scores import PerfScore, perf_score
 from eval.perf_scores import efficiency as perf_efficiency
 from eval.perf_scores import summarize as summarize_perf
@@ -401,8 +401,8 @@ def _score_locked(
             done[d["task_id"]] = from_json(TaskScore, d, where=f"{done_path}:{n}")
     lock = threading.Lock()
 
-    def one(tdir: TaskDir) -> TaskScore:
-        if tdir.id in done:
+    def one(tdir: TaskDir, again: bool = False) -> TaskScore:
+        if tdir.id in done and not again:
             s = done[tdir.id]
         else:
             try:
@@ -414,13 +414,21 @@ def _score_locked(
             else:
                 with lock, done_path.open("ab") as fh:
                     fh.write(jsonl_line(to_json(s)))
-        if progress:
+        if progress and not again:
             with lock:
                 progress()
         return s
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         scores = list(pool.map(one, tdirs))
+    if jobs > 1:  # a prediction that ran out of GPU memory beside others is scored again alone
+        for i, tdir in enumerate(tdirs):
+            if scores[i].failure == FailureClass.CUDA_ERROR and OUT_OF_MEMORY.search(
+                scores[i].detail
+            ):
+                log.warning("%s ran out of GPU memory beside other tasks: scored again alone",
+                            tdir.id)  # fmt: skip
+                scores[i] = one(tdir, again=True)
     report = aggregate(scores)
     write_json(run_root / "report.json", {"report": to_json(report), "tasks": to_json(scores)})
     write_atomic(run_root / "report.md", render_markdown(scores, report))

@@ -150,5 +150,5 @@ class WorkloadResult:
     gold_total_ms: float | None = None
     prediction_total_ms: float | None = None
     speedup: float | None = None  # base / gold on the totals
-    separated: bool = False  # every call: gold p75 < base p25
+    separated: bool = False  # totals over the calls: sum of gold p75 < sum of base p25
     schema_version: int = WORKLOAD_SCHEMA_VERSION

@@ -259,7 +259,7 @@ def _timing(xs: list[float]) -> Timing | None:
 def summarize_result(
     task_id: str, metric: Metric, calls: Sequence[CallResult], environment: str = ""
 ) -> WorkloadResult:
-    """Totals, the gold's speedup and whether every call's spreads are apart."""
+    """Totals, the gold's speedup and whether the totals' spreads are apart."""
 
     def total(pick: str) -> float | None:
         ts = [getattr(c, pick) for c in calls]
@@ -268,8 +268,17 @@ def summarize_result(
         return round(sum(t.median_ms for t in ts), 6)
 
     base, gold, pred = total("base"), total("gold"), total("prediction")
-    separated = bool(calls) and all(
-        c.base is not None and c.gold is not None and c.gold.p75_ms < c.base.p25_ms for c in calls
+    # the workload's metric is the total: its spreads are apart when the gold's p75 summed over
+    # the sizes is below the base's p25 summed (a size where the gold is slower is named by the
+    # gate, not hidden: Liger-Kernel #815 is 1.6x slower at its small size, 4.3x faster at its
+    # large one on the H200)
+    separated = (
+        bool(calls)
+        and all(c.base is not None and c.gold is not None for c in calls)
+        and (
+            sum(c.gold.p75_ms for c in calls if c.gold)
+            < sum(c.base.p25_ms for c in calls if c.base)
+        )
     )
     return WorkloadResult(
         task_id=task_id,

@@ -144,3 +144,36 @@ def test_reference_names_each_task_its_deadline_left_unstarted(
     for tid in (good, GHOST, TORN):
         assert f"{tid}: not run: not started: the deadline passed" in err
     assert not (tasks / good / "reference.json").exists()
+
+
+def test_score_scores_again_alone_a_prediction_that_ran_out_of_gpu_memory(
+    mixed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the H200, twelve memory-heavy runs side by side (`--jobs`) failed four correct gold
+    predictions with OutOfMemoryError: such a score is made again once the others are done,
+    alone. The first attempt is injected (a CPU cannot run out of GPU memory); the retry is real."""
+    from dataclasses import replace
+
+    import eval.score as score_mod
+
+    work, tasks, good = mixed
+    real, calls = score_mod.score_task, []
+
+    def starved_once(task, tdir, prediction, backend, run_root, runs):
+        calls.append(task.task_id)
+        if len(calls) == 1:
+            s = score_mod.infra_failure(task.task_id, True, RuntimeError("x"))
+            return replace(s, failure="cuda_error", detail="E torch.OutOfMemoryError: CUDA out "
+                           "of memory. Tried to allocate 500.00 MiB.")  # fmt: skip
+        return real(task, tdir, prediction, backend, run_root, runs)
+
+    monkeypatch.setattr(score_mod, "score_task", starved_once)
+    preds = predictions(tmp_path / "p.jsonl", good)
+    out = tmp_path / "run"
+    assert eval_main(["score", str(preds), "--tasks", str(tasks), "--work", str(work), "--out",
+                      str(out), "--no-isolated-timing", "--timeout", "120", "--jobs", "2",
+                      "--task", good]) == 0  # fmt: skip
+    rows = {r["task_id"]: r for r in json.loads((out / "report.json").read_text())["tasks"]}
+    assert calls == [good, good] and rows[good]["passed"]
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [x["passed"] for x in lines] == [False, True]  # a resume takes the last line

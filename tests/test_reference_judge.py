@@ -157,3 +157,27 @@ def test_the_selection_run_takes_the_frameworks_cap_unless_the_command_names_one
                      ("flash-linear-attention", SelectionCaps(total=9))):  # fmt: skip
         select_node_ids(fake(fw), None, Backend(), tmp_path, caps)  # type: ignore[arg-type]
     assert [e["TPB_SELECT_MAX"] for e in seen] == ["4", str(SELECT_MAX), "9"]
+
+
+def test_a_setup_state_that_ran_out_of_gpu_memory_fails_nothing() -> None:
+    """On the H200, twelve memory-heavy Liger-Kernel runs side by side left each 0.4 GiB and
+    their tests raised OutOfMemoryError: at the setup state that must not count as the missing
+    change failing a test (a false fail-to-pass), whether the test's message or, when the test
+    has no outcome, the run's says so."""
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 500.00 MiB."
+    base = [RunResult("t", Variant.BASE, i, 1, FailureClass.CUDA_ERROR, False,
+                      (TestOutcome("a", "failed", 0.1, oom), TestOutcome("b", "failed", 0.1)),
+                      10.0) for i in range(3)]  # fmt: skip
+    gold = [run(Variant.GOLD, i, {"a": "passed", "b": "passed", "c": "passed"}) for i in range(3)]
+    verdict, f2p, p2p, _ = gate(TaskType.BUG_FIX, ["a", "b"], base, gold)
+    assert verdict.status == "verified" and f2p == ("b",) and p2p == ()
+    verdict, f2p, _, _ = gate(TaskType.BUG_FIX, ["a"], base, gold)
+    assert verdict.status == "unverified" and f2p == ()
+    assert "only by running out of GPU memory (1 tests)" in verdict.reason
+    crashed = [RunResult("t", Variant.BASE, i, 1, FailureClass.CUDA_ERROR, False, (), 5.0,
+                         detail=f"E   {oom}") for i in range(3)]  # fmt: skip
+    verdict, f2p, _, _ = gate(TaskType.BUG_FIX, ["c"], crashed, gold)
+    assert verdict.status == "unverified" and f2p == ()
+    # an ordinary failure at the setup state still counts
+    verdict, f2p, _, _ = gate(TaskType.BUG_FIX, ["b"], base, gold)
+    assert verdict.status == "verified" and f2p == ("b",)

@@ -346,6 +346,13 @@ class ScaleFunction(torch.autograd.Function):
         return out
 
 
+def scale_rows(x):
+    out, *_ = scale_forward(
+        x,
+    )
+    return out
+
+
 def describe(x):
     return "scaled"
 """
@@ -355,6 +362,7 @@ def _scale_gold(text: str) -> str:
     return (text.replace("BLOCK=128)", "BLOCK=256, num_warps=4)")
             .replace("return out, 128", "return out, 256, 4")
             .replace("out, block = scale_forward(x)", "out, block, warps = scale_forward(x)")
+            .replace("        x,\n    )", "        x.contiguous(),\n    )")
             .replace('return "scaled"', 'return "scaled twice"'))  # fmt: skip
 
 
@@ -362,7 +370,9 @@ def test_a_caller_of_a_wrapper_whose_interface_changed_is_a_target(tmp_path: Pat
     """Liger-Kernel #1187 on the H200: the PR made its wrapper return 7 values instead of 6 and
     its autograd Function unpack 7; the setup state paired the gold Function with the base
     wrapper and its base could not run. Such a caller is a target now; a caller whose changed
-    line calls a wrapper with the same interface is not, nor is a change that calls none."""
+    line calls a wrapper with the same interface is not, nor is a change that calls none. A
+    change on an argument line of the call counts (#1187's `backward` added only
+    `ctx.num_stages,` to its call of the wrapper, and its base variant raised AttributeError)."""
     repo = TinyRepo(tmp_path / "fw")
     repo.write("pkg/__init__.py", "")
     repo.write("pkg/ops.py", SCALE_BASE)
@@ -379,9 +389,11 @@ def test_a_caller_of_a_wrapper_whose_interface_changed_is_a_target(tmp_path: Pat
     tasks = _tasks(tmp_path, repo)
     roles = {t.name: t.role for t in tasks["1"].load_task().targets}
     assert roles == {"scale_kernel": TargetRole.KERNEL, "scale_forward": TargetRole.WRAPPER,
-                     "ScaleFunction.forward": TargetRole.CALLER}  # fmt: skip
+                     "ScaleFunction.forward": TargetRole.CALLER,
+                     "scale_rows": TargetRole.CALLER}  # fmt: skip
     setup = _setup_tree(repo, tasks["1"], tmp_path / "setup1").joinpath("pkg/ops.py").read_text()
     assert "return out, 128" in setup and "out, block = scale_forward(x)" in setup  # consistent
+    assert "        x,\n    )" in setup
     assert 'return "scaled twice"' in setup  # the rest of the change is there
     assert check_task(tasks["1"]).errors == []  # setup state + gold targets is the gold
     roles2 = {t.name: t.role for t in tasks["2"].load_task().targets}

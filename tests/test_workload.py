@@ -712,3 +712,23 @@ def test_a_backward_call_times_the_backward_alone_with_the_same_outputs(
     assert forwards == (2 if mode == "backward" else 6)
     x = call.sets[1][0][0]
     torch.testing.assert_close(x.grad, call.grads[1][0] * 3.0)  # one backward's, not summed
+
+
+def test_the_gate_judges_the_total_and_names_a_size_where_the_gold_is_slower() -> None:
+    """Liger-Kernel #815 on the H200: the gold is 1.6x slower at the small size (0.20 vs
+    0.13 ms) and 2.9x / 4.3x faster at the typical and large ones, 3.28x in total. The metric is
+    the total, so it passes, and the reason says where the gold loses."""
+    calls = [CallResult(SizeLabel.SMALL, _t(0.1265), _t(0.2026), base_matches=True),
+             CallResult(SizeLabel.TYPICAL, _t(1.0947), _t(0.3758), base_matches=True),
+             CallResult(SizeLabel.LARGE, _t(2.9228), _t(0.6866), base_matches=True)]  # fmt: skip
+    result = summarize_result("t", Metric.KERNEL_TIME, calls)
+    assert result.separated
+    ok, why = workload_verdict(result)
+    assert ok and "3.28x" in why and "slower on small: gold 0.2026 vs base 0.1265 ms" in why
+    # the totals' spreads: a 1.18x total whose spreads overlap still fails
+    noisy = summarize_result(
+        "t",
+        Metric.KERNEL_TIME,
+        [CallResult(SizeLabel.SMALL, _t(1.0, 0.15), _t(0.85, 0.15), base_matches=True)],
+    )
+    assert not noisy.separated and "spreads overlap" in workload_verdict(noisy)[1]
