@@ -167,10 +167,11 @@ def _changes_a_call(base_source: str, gold_source: str, callee: str) -> bool:
     """Whether a line the PR adds to a function lies inside a call of `callee`: the call's
     name line or any argument line (#1187's `backward` adds only `ctx.num_stages,` to a call
     of a wrapper that gained that parameter)."""
+    if f"{callee}(" not in gold_source:
+        return False
     kept = set(base_source.splitlines())
-    lines = gold_source.splitlines()
-    changed = {i for i, line in enumerate(lines) if line not in kept}
-    if not changed or f"{callee}(" not in gold_source:
+    changed = {i for i, line in enumerate(gold_source.splitlines()) if line not in kept}
+    if not changed:
         return False
     stack = [parse_python(textwrap.dedent(gold_source).encode()).root_node]
     while stack:
