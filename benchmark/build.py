@@ -14,11 +14,16 @@ Every released split is frozen: a rebuild never rewrites or drops its rows (its 
 checked against the manifest's hashes and left as they are); tasks that are in no released
 split go to a new split named after the new version. A task withdrawn later (its directory
 gone, or rejected by a curator) stays in its frozen split and is listed in the changelog.
-Verdicts move on after a release (a later GPU run verifies a task, or finds it flaky): when a
-frozen split's verified tasks are no longer those its default config shows, the new version
-writes that split a new default-config file, `data/default/{split}-v{version}.parquet`, holding its
-verified tasks as released with their new verification, reference and tests (node ids); the
-`all` config keeps the rows as released, and the manifest lists which tasks moved.
+Verdicts move on after a release (a later GPU run verifies a task, or finds it flaky, or
+verifies it again after curation revised it). When a frozen split's verified tasks are no
+longer those its default config shows, or one of them was verified again as a revised task
+(setup patch, targets or requirement changed), the new version writes that split a new
+default-config file, `data/default/{split}-v{version}.parquet`. It holds the split's verified
+tasks: a task with a new verdict as its directory has it now (the verdict was measured on that
+setup patch, those targets and those node ids, so they travel together), the others as shown
+before. A task directory without any verdict (curated again on a machine that has not run it)
+is no news and keeps the shown one. The `all` config keeps the rows as released, and the
+manifest lists which tasks moved or were revised.
 """
 
 from __future__ import annotations
@@ -91,6 +96,7 @@ class _Default:
     tasks: tuple[str, ...]
     verified_since: tuple[str, ...] = ()
     unverified_since: tuple[str, ...] = ()
+    revised: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -282,8 +288,22 @@ def verified(row: dict[str, Any]) -> bool:
     return row_status(row) == "verified"
 
 
-# What a later verdict replaces in a released row (the task itself stays as released).
-REJUDGED_FIELDS = ("verification", "reference", "tests")
+# What a verdict is about beside the task: a row that differs from the shown one only in
+# these was judged again, not revised.
+VERDICT_FIELDS = ("verification", "reference", "tests")
+
+
+def _new_verdict(shown: dict[str, Any], row: dict[str, Any]) -> bool:
+    """The task directory holds a verdict the folder does not show. A directory without any
+    (curated again on a machine that has not run it) is no news: it keeps the shown one."""
+    return row["verification"] is not None and row["verification"] != shown["verification"]
+
+
+def _revised(shown: dict[str, Any], row: dict[str, Any]) -> bool:
+    """A task verified before and now, judged again on a task curation changed since."""
+    task = [k for k in row if k not in VERDICT_FIELDS]
+    return (verified(shown) and verified(row) and _new_verdict(shown, row)
+            and any(row[k] != shown.get(k) for k in task))  # fmt: skip
 
 
 def _shown_rows(
@@ -312,11 +332,13 @@ def _rejudged(
     rows: dict[str, dict[str, Any]],
 ) -> dict[str, list[str]]:
     """split -> its released tasks whose current verdict moved them into or out of the
-    verified set the folder shows (tasks without a directory now keep what it shows)."""
+    verified set the folder shows, or verified a revised task (tasks without a directory now
+    keep what it shows)."""
     moved: dict[str, list[str]] = {}
     for name, split in frozen.items():
         ids = [t for t in split["tasks"] if t in rows and t in shown
-               and verified(rows[t]) != verified(shown[t])]  # fmt: skip
+               and _new_verdict(shown[t], rows[t])
+               and (verified(rows[t]) != verified(shown[t]) or _revised(shown[t], rows[t]))]  # fmt: skip
         if ids:
             moved[name] = sorted(ids)
     return moved
@@ -331,14 +353,16 @@ def _write_default(
     rows: dict[str, dict[str, Any]],
     changed: Sequence[str],
 ) -> dict[str, Any]:
-    """The split's new default-config file: its verified tasks as released, each with the
-    verdict fields of its current row."""
+    """The split's new default-config file: its verified tasks, a task with a new verdict as
+    its directory has it now (the verdict belongs to that setup patch, those targets and node
+    ids), the others as shown before."""
     from datasets import Dataset
 
     from benchmark.schema import features
 
-    now = {t: {**shown[t], **{k: rows[t][k] for k in REJUDGED_FIELDS}} if t in rows else shown[t]
+    now = {t: rows[t] if t in rows and _new_verdict(shown[t], rows[t]) else shown[t]
            for t in tasks if t in shown}  # fmt: skip
+    revised = [t for t in changed if t in rows and _revised(shown[t], rows[t])]
     keep = sorted((r for r in now.values() if verified(r)),
                   key=lambda r: (r["framework"], r["merged_at"], r["task_id"]))  # fmt: skip
     # a folder of its own: the `all` config's `data/{split}-*.parquet` must not match it
@@ -350,8 +374,9 @@ def _write_default(
         "file": fname,
         "sha256": _sha256(path),
         "tasks": [r["task_id"] for r in keep],
-        "verified_since": [t for t in changed if verified(now[t])],
+        "verified_since": [t for t in changed if verified(now[t]) and t not in revised],
         "unverified_since": [t for t in changed if not verified(now[t])],
+        "revised": revised,
     }
 
 

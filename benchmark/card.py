@@ -181,7 +181,7 @@ def render_card(
         + "".join(
             f"; {key.replace('_', ' ')} ({split}'s default config): {', '.join(d[key])}"
             for split, d in sorted((rel.get("defaults") or {}).items())
-            for key in ("verified_since", "unverified_since")
+            for key in ("verified_since", "unverified_since", "revised")
             if d.get(key)
         )
         for rel in reversed(manifest["releases"])

@@ -165,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument("--rounds", type=int, default=2, help="alternating rounds (kernel time)")
     wl.add_argument(
         "--predictions", type=Path,
-        help="also time these predictions; results go to OUT/<task_id>/workload_result.json, "
-        "which `eval score --out OUT` reads",
+        help="also time these predictions (only the tasks that have one are timed); results "
+        "go to OUT/<task_id>/workload_result.json, which `eval score --out OUT` reads",
     )  # fmt: skip
     wl.add_argument(
         "--no-sandbox", action="store_true",

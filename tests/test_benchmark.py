@@ -315,3 +315,55 @@ def test_a_later_verdict_moves_a_released_task_into_or_out_of_the_default_config
     assert f"unverified since (test's default config): {first.id}" in card
     # a third release with nothing new and no verdict moved is refused
     assert bench([*build, "--version", "1.2.0"]) == 1
+
+
+def test_a_task_verified_again_after_curation_revised_it_shows_its_new_setup(
+    released, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verdict belongs to the task it was measured on: a released verified task that
+    curation revised and the GPU verified again shows, in the new default config, its current
+    row (requirement, setup patch, targets) beside its new verdict, not the released one
+    (release 1.3.0 showed 1.1.0's setup patches of Liger-Kernel #153 and #262 beside verdicts
+    measured on their revised setups). A revision without a new verdict changes nothing."""
+    import datasets
+
+    from curation.model import Verification, VerificationStatus
+    from curation.taskdir import task_dirs
+
+    _, root = released
+    first, second = task_dirs(root / "tasks")
+    for t in (first, second):
+        t.record_verification(Verification(VerificationStatus.VERIFIED, "1 fail-to-pass",
+                                           "2026-12-01", "H200"))  # fmt: skip
+    out = tmp_path / "dist-revised"
+    build = ["build", "--tasks", str(root / "tasks"), "--out", str(out)]
+    assert bench([*build, "--version", "1.0.0", "--cutoff", "2020-01-01"]) == 0
+    old = {t.id: t.read_requirement() for t in (first, second)}
+    for t in (first, second):
+        t.edit_requirement(old[t.id] + "\nRevised: the wrapper takes `scale`.\n", "curator")
+    # curation revised both; only the first was verified again
+    assert bench([*build, "--version", "1.1.0"]) == 1
+    first.record_verification(Verification(VerificationStatus.VERIFIED, "2 fail-to-pass",
+                                           "2026-12-03", "H200"))  # fmt: skip
+    assert bench([*build, "--version", "1.1.0"]) == 0
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    default = datasets.load_dataset(str(out), download_mode="force_redownload")
+    rows = {r["task_id"]: r for r in default["test"]}
+    assert rows[first.id]["requirement"] == first.read_requirement() != old[first.id]
+    assert rows[first.id]["verification"]["reason"] == "2 fail-to-pass"
+    assert rows[second.id]["requirement"] == old[second.id]  # as before: no new verdict
+    everything = datasets.load_dataset(str(out), "all", download_mode="force_redownload")
+    assert {r["task_id"]: r["requirement"] for r in everything["test"]} == old  # frozen rows
+    moved = json.loads((out / "manifest.json").read_text())["releases"][-1]["defaults"]["test"]
+    assert (moved["revised"], moved["verified_since"], moved["unverified_since"]) == (
+        [first.id], [], [])
+    assert f"revised (test's default config): {first.id}" in (out / "README.md").read_text()
+    # curated again on a machine that has not run them: no verdict of their own is no news
+    from dataclasses import replace
+
+    from core.files import write_record
+    from curation.taskdir import TaskFile
+
+    for t in (first, second):
+        write_record(t.path(TaskFile.TASK), replace(t.load_task(), verification=None))
+    assert bench([*build, "--version", "1.2.0"]) == 1  # refused: nothing new, nothing moved
