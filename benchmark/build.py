@@ -294,9 +294,20 @@ VERDICT_FIELDS = ("verification", "reference", "tests")
 
 
 def _new_verdict(shown: dict[str, Any], row: dict[str, Any]) -> bool:
-    """The task directory holds a verdict the folder does not show. A directory without any
-    (curated again on a machine that has not run it) is no news: it keeps the shown one."""
-    return row["verification"] is not None and row["verification"] != shown["verification"]
+    """The task directory holds a verdict the folder does not show. A directory that was never
+    judged (curated again on a machine that has not run it: unverified, never checked) is no
+    news: it keeps the shown one."""
+    v = row["verification"]
+    if v is None or (v["status"] == "unverified" and v["checked_at"] is None):
+        return False
+    return bool(v != shown["verification"])
+
+
+def _moved(shown: dict[str, Any], row: dict[str, Any]) -> bool:
+    """A new verdict moved the task into or out of the verified set, or verified it revised."""
+    if not _new_verdict(shown, row):
+        return False
+    return verified(row) != verified(shown) or _revised(shown, row)
 
 
 def _revised(shown: dict[str, Any], row: dict[str, Any]) -> bool:
@@ -336,9 +347,7 @@ def _rejudged(
     keep what it shows)."""
     moved: dict[str, list[str]] = {}
     for name, split in frozen.items():
-        ids = [t for t in split["tasks"] if t in rows and t in shown
-               and _new_verdict(shown[t], rows[t])
-               and (verified(rows[t]) != verified(shown[t]) or _revised(shown[t], rows[t]))]  # fmt: skip
+        ids = [t for t in split["tasks"] if t in rows and t in shown and _moved(shown[t], rows[t])]
         if ids:
             moved[name] = sorted(ids)
     return moved

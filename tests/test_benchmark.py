@@ -356,7 +356,10 @@ def test_a_task_verified_again_after_curation_revised_it_shows_its_new_setup(
     assert {r["task_id"]: r["requirement"] for r in everything["test"]} == old  # frozen rows
     moved = json.loads((out / "manifest.json").read_text())["releases"][-1]["defaults"]["test"]
     assert (moved["revised"], moved["verified_since"], moved["unverified_since"]) == (
-        [first.id], [], [])
+        [first.id],
+        [],
+        [],
+    )
     assert f"revised (test's default config): {first.id}" in (out / "README.md").read_text()
     # curated again on a machine that has not run them: no verdict of their own is no news
     from dataclasses import replace
@@ -365,5 +368,5 @@ def test_a_task_verified_again_after_curation_revised_it_shows_its_new_setup(
     from curation.taskdir import TaskFile
 
     for t in (first, second):
-        write_record(t.path(TaskFile.TASK), replace(t.load_task(), verification=None))
+        write_record(t.path(TaskFile.TASK), replace(t.load_task(), verification=Verification()))
     assert bench([*build, "--version", "1.2.0"]) == 1  # refused: nothing new, nothing moved
