@@ -96,6 +96,8 @@ class _Default:
     tasks: tuple[str, ...]
     verified_since: tuple[str, ...] = ()
     unverified_since: tuple[str, ...] = ()
+    # task id -> the verification that took it out (its row is in no default file)
+    left_with: dict[str, Any] = field(default_factory=dict)
     revised: tuple[str, ...] = ()
 
 
@@ -284,6 +286,13 @@ def _build(
     return result
 
 
+def current_rows(out: Path) -> dict[str, dict[str, Any]]:
+    """Every released task's row as the folder shows it now: as released, with the verdicts of
+    the default-config files written since (what `scripts/restore_verdicts.py` carries back)."""
+    manifest = load_manifest(out)
+    return _shown_rows(out, manifest, _frozen_rows(out, frozen_splits(manifest)))
+
+
 def verified(row: dict[str, Any]) -> bool:
     return row_status(row) == "verified"
 
@@ -322,7 +331,8 @@ def _shown_rows(
 ) -> dict[str, dict[str, Any]]:
     """Each released task's row as the folder shows it now: as `released`, then, release by
     release, the verdicts of the default-config files written after it (a task that left the
-    verified set is not in its split's file: the manifest names it)."""
+    verified set is not in its split's file: the manifest names it, with the verification that
+    took it out since 1.4.0)."""
     import pyarrow.parquet as pq
 
     rows = dict(released)
@@ -330,9 +340,13 @@ def _shown_rows(
         for d in (rel.get("defaults") or {}).values():
             for r in pq.read_table(out / "data" / d["file"]).to_pylist():
                 rows[r["task_id"]] = r
+            left_with = d.get("left_with") or {}
             for tid in d.get("unverified_since") or ():
                 if tid in rows and verified(rows[tid]):
-                    gone = {**rows[tid]["verification"], "status": "unverified"}
+                    gone = left_with.get(tid) or {
+                        **rows[tid]["verification"],
+                        "status": "unverified",
+                    }
                     rows[tid] = {**rows[tid], "verification": gone}
     return rows
 
@@ -385,6 +399,7 @@ def _write_default(
         "tasks": [r["task_id"] for r in keep],
         "verified_since": [t for t in changed if verified(now[t]) and t not in revised],
         "unverified_since": [t for t in changed if not verified(now[t])],
+        "left_with": {t: now[t]["verification"] for t in changed if not verified(now[t])},
         "revised": revised,
     }
 

@@ -8,9 +8,11 @@ session resumes (scores, reruns) instead of starting over.
 
     python scripts/restore_verdicts.py release/triton-pr-bench --tasks tasks
 
-Reads: the dataset folder's parquet files and `tasks/<id>/`. Writes: task.json of the matched
-tasks (through `TaskDir.record_verification`; nothing else). A row whose task directory is
-missing, or whose patches differ (the curation changed since), is named and skipped.
+Reads: the dataset folder's rows as it shows them now (`benchmark.build.current_rows`: a
+task verified after its release carries that verdict) and `tasks/<id>/`. Writes: task.json of
+the matched tasks (through `TaskDir.record_verification`; nothing else). A row whose task
+directory is missing, or whose patches differ (the curation changed since), is named and
+skipped.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from curation.taskdir import TaskDir, TaskFile
 
 
 def rows(folder: Path) -> list[dict]:
+    """The rows as the folder shows them now: a built folder's released rows with the verdicts
+    its default-config files gave since (an older verdict must not come back over a newer
+    one); a folder without a manifest, every parquet file under data/."""
+    if (folder / "manifest.json").is_file():
+        from benchmark.build import current_rows
+
+        return list(current_rows(folder).values())
     import pyarrow.parquet as pq
 
     out: list[dict] = []

@@ -309,6 +309,10 @@ def test_a_later_verdict_moves_a_released_task_into_or_out_of_the_default_config
     manifest = json.loads((out / "manifest.json").read_text())
     moved = manifest["releases"][-1]["defaults"]["test"]
     assert (moved["verified_since"], moved["unverified_since"]) == ([second.id], [first.id])
+    from benchmark.build import current_rows  # what scripts/restore_verdicts.py carries back
+
+    now = {t: r["verification"]["reason"] for t, r in current_rows(out).items()}
+    assert now == {first.id: "flaky", second.id: "2 fail-to-pass"}
     card = (out / "README.md").read_text()
     assert "| fw | 1 | 1 | 0 |" in card  # the card counts the verdicts shown now
     assert f"verified since (test's default config): {second.id}" in card  # its changelog
