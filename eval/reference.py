@@ -288,9 +288,12 @@ def rejudge(
 ) -> tuple[Reference, Verification | None]:
     """Recompute the lists and the verdict from the stored runs (no rerun: judging rules may
     change after an expensive GPU session). References of runs before node-id selection are
-    judged by the old rule and get no verdict."""
+    judged by the old rule and get no verdict; a reference whose selection run chose no node id
+    (it failed, timed out, or no test launched a target) keeps its note and gets no verdict."""
     base = [r for r in ref.runs if r.variant is Variant.BASE]
     gold = [r for r in ref.runs if r.variant is Variant.GOLD]
+    if not ref.node_ids and ref.selection is not None:
+        return ref, None  # the selection run chose nothing: its note (why) stands
     if not ref.node_ids:
         f2p, p2p, flaky, valid, note = judge(task, base, gold)
         new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, valid=valid,

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from curation.model import Hardware, TaskType, Vendor
 from eval.gate import decide, hardware_gap
 from eval.model import Environment, FailureClass, RunResult, TestOutcome, Variant
-from eval.reference import judge, summarize
+from eval.reference import judge, rejudge, summarize
 
 
 def run(variant: Variant, i: int, outcomes: dict[str, str], failure=FailureClass.NONE):
@@ -181,3 +181,18 @@ def test_a_setup_state_that_ran_out_of_gpu_memory_fails_nothing() -> None:
     # an ordinary failure at the setup state still counts
     verdict, f2p, _, _ = gate(TaskType.BUG_FIX, ["b"], base, gold)
     assert verdict.status == "verified" and f2p == ("b",)
+
+
+def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None:
+    """flash-linear-attention #660 (H200, 2026-12-03): the selection run timed out, so no
+    node id was kept and no base or gold run followed; rejudging it must keep "the selection
+    run failed (timeout)" rather than say that no test passes with the gold."""
+    from eval.model import Reference, VariantSummary
+
+    sel = RunResult("t", Variant.GOLD, 0, None, FailureClass.TIMEOUT, False, (), 200.0,
+                    detail="killed at the time limit")  # fmt: skip
+    empty = VariantSummary(0, 0, 0.0, 0.0, None, None, None)
+    note = "the selection run failed (timeout): killed at the time limit"
+    ref = Reference("t", ENV, (), empty, empty, (), (), False, note, (), (), selection=sel)
+    new, verdict = rejudge(task(TaskType.NEW_OP), ref)
+    assert (new.validity_note, verdict) == (note, None)
