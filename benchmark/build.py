@@ -38,13 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchmarkError
-from benchmark.schema import row_status
+from benchmark.schema import SETUP_MARK, row_status
 from core.errors import CoreError, RecordError
 from core.files import output_lock, read_json, write_json
 from core.records import from_json
 from curation.check import check_task
 from curation.model import CurationStatus
-from curation.taskdir import TaskDir, task_dirs
+from curation.taskdir import TaskDir, patch_digest, task_dirs
 
 log = logging.getLogger(__name__)
 
@@ -303,13 +303,25 @@ VERDICT_FIELDS = ("verification", "reference", "tests")
 
 
 def _new_verdict(shown: dict[str, Any], row: dict[str, Any]) -> bool:
-    """The task directory holds a verdict the folder does not show. A directory that was never
-    judged (curated again on a machine that has not run it: unverified, never checked) is no
-    news: it keeps the shown one."""
+    """The task directory holds a verdict the folder does not show: another verdict, or the
+    same one reached on another setup patch than the shown row's (release 1.3.0 showed some
+    verdicts beside the setup patch of an earlier release). A directory that was never judged
+    (curated again on a machine that has not run it: unverified, never checked) is no news: it
+    keeps the shown one."""
     v = row["verification"]
     if v is None or (v["status"] == "unverified" and v["checked_at"] is None):
         return False
-    return bool(v != shown["verification"])
+    verdict, setup = _split_setup(v)
+    if verdict != _split_setup(shown["verification"] or {})[0]:
+        return True
+    return setup is not None and setup != patch_digest((shown["setup_patch"] or "").encode())
+
+
+def _split_setup(v: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A row's verification without the setup patch's hash its environment names, and that
+    hash (None in rows before 1.4.0)."""
+    env, mark, setup = (v.get("environment") or "").partition(SETUP_MARK)
+    return {**v, "environment": env or None}, (setup if mark else None)
 
 
 def _moved(shown: dict[str, Any], row: dict[str, Any]) -> bool:

@@ -16,7 +16,7 @@ sub-field from the record attribute of the same name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cached_property
 from typing import Any
@@ -70,6 +70,17 @@ def project(value: Any, dtype: DType) -> Any:
     if isinstance(dtype, list):
         return [project(v, dtype[0]) for v in value]
     return value.value if isinstance(value, Enum) else value
+
+
+def _verification(src: TaskSource) -> Any:
+    v = src.tdir.current_verification(src.task)
+    if v.setup is not None:
+        v = replace(v, environment=f"{v.environment or ''}{SETUP_MARK}{v.setup}")
+    return project(v, VERIFICATION)
+
+
+# how a row's verification environment names the setup patch's hash (restore_verdicts strips it)
+SETUP_MARK = "; setup "
 
 
 def _task(attr: str, dtype: DType = S) -> Callable[[TaskSource], Any]:
@@ -218,10 +229,11 @@ COLUMNS: tuple[Column, ...] = (
            "each pin came from"),
     Column("requires", REQUIRES, _task("requires", REQUIRES),
            "hardware the tests need: GPUs, NVLink multicast, vendor, with the evidence"),
-    Column("verification", VERIFICATION, _task("verification", VERIFICATION),
+    Column("verification", VERIFICATION, lambda s: _verification(s),
            "the GPU gate's verdict: verified / unverified / out_of_scope, why, when, on what "
-           "(GPU, torch, triton, package-set hash); the default config holds the verified "
-           "tasks"),
+           "(GPU, torch, triton, package-set hash, setup patch hash; a verdict reached on "
+           "another setup patch than the row's is unverified); the default config holds the "
+           "verified tasks"),
     Column("reference", REFERENCE, _reference,
            "the reference run: validity, GPU and versions, passed runs, median end-to-end and "
            "kernel times of base and gold"),

@@ -126,6 +126,8 @@ class Verification:
     reason: str = "no reference run yet"
     checked_at: str | None = None
     environment: str | None = None  # GPU, torch, triton and the package set's hash
+    # sha256 (16 hex) of the setup.patch the verdict was reached on (TaskDir.record_verification)
+    setup: str | None = None
 
 
 @dataclass(frozen=True)

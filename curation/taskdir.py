@@ -25,6 +25,7 @@ below the stages that define them. Patches are bytes: a patch of CRLF files keep
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -34,7 +35,13 @@ from typing import TypeVar
 from core.errors import RecordError
 from core.files import read_json, read_record, write_atomic, write_json, write_record
 from core.records import to_json
-from curation.model import CurationStatus, CuratorRecord, Task, Verification
+from curation.model import (
+    CurationStatus,
+    CuratorRecord,
+    Task,
+    Verification,
+    VerificationStatus,
+)
 
 T = TypeVar("T")
 
@@ -60,6 +67,11 @@ class TaskFile(StrEnum):
 
 BEFORE_DIR = "before"
 AFTER_DIR = "after"
+
+
+def patch_digest(data: bytes) -> str:
+    """sha256 (16 hex) of a patch's bytes."""
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 class TaskDir:
@@ -137,10 +149,26 @@ class TaskDir:
                 )
         write_record(self.path(TaskFile.TASK), task)
 
+    def setup_digest(self) -> str:
+        """Which setup state a verdict was reached on (`patch_digest` of setup.patch)."""
+        return patch_digest(self.read_bytes(TaskFile.SETUP_PATCH) or b"")
+
+    def current_verification(self, task: Task) -> Verification:
+        """The task's verdict, unless it was reached on another setup state than setup.patch
+        holds now (curated again since): then it is unverified, and says why."""
+        v = task.verification
+        if v.setup is None or v.setup == self.setup_digest():
+            return v
+        why = f"the setup state changed since this verdict ({v.status}: {v.reason})"
+        return replace(v, status=VerificationStatus.UNVERIFIED, reason=why)
+
     def record_verification(
         self, verification: Verification, node_ids: tuple[str, ...] | None = None
     ) -> Task:
-        """The gate's verdict (and the node ids it chose) into task.json (eval's fields)."""
+        """The gate's verdict (and the node ids it chose) into task.json (eval's fields); a
+        GPU verdict (one with `checked_at`) notes the setup state it was reached on."""
+        if verification.checked_at is not None:
+            verification = replace(verification, setup=self.setup_digest())
         task = self.load_task()
         tests = task.tests if node_ids is None else replace(task.tests, node_ids=node_ids)
         task = replace(task, verification=verification, tests=tests)

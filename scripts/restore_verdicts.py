@@ -22,6 +22,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from benchmark.schema import SETUP_MARK
 from core.records import from_json
 from curation.model import TestSelection, Verification
 from curation.taskdir import TaskDir, TaskFile
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         task = tdir.load_task()
         tests = from_json(TestSelection, row["tests"], f"{args.dataset}:{row['task_id']}")
         verdict = from_json(Verification, row["verification"], f"{args.dataset}:{row['task_id']}")
+        # the row names the setup patch's hash in its environment; the patches are identical
+        env = (verdict.environment or "").split(SETUP_MARK)[0] or None
+        verdict = replace(verdict, environment=env, setup=tdir.setup_digest())
         tdir.store(TaskFile.TASK, replace(task, tests=tests, verification=verdict))
         restored += 1
     print(f"{restored} verdicts restored, {skipped} rows skipped")

@@ -374,3 +374,51 @@ def test_a_task_verified_again_after_curation_revised_it_shows_its_new_setup(
     for t in (first, second):
         write_record(t.path(TaskFile.TASK), replace(t.load_task(), verification=Verification()))
     assert bench([*build, "--version", "1.2.0"]) == 1  # refused: nothing new, nothing moved
+
+
+def test_a_verdict_reached_on_another_setup_state_is_not_published_as_verified(
+    released,
+) -> None:
+    """A GPU verdict notes the setup patch it was reached on (its hash); a task curated again
+    since, with another setup patch, keeps the verdict in task.json but its row says
+    unverified and why (before, a re-curation kept `verified` over a setup nobody ran)."""
+    from benchmark.schema import SETUP_MARK, row
+    from curation.model import Verification, VerificationStatus
+    from curation.taskdir import TaskFile, task_dirs
+
+    _, root = released
+    tdir = task_dirs(root / "tasks")[0]
+    task = tdir.record_verification(Verification(VerificationStatus.VERIFIED, "1 fail-to-pass",
+                                                 "2026-12-03", "H200"))  # fmt: skip
+    assert task.verification.setup == tdir.setup_digest()
+    shown = row(tdir)["verification"]
+    assert shown["status"] == "verified"
+    assert shown["environment"] == f"H200{SETUP_MARK}{tdir.setup_digest()}"
+    tdir.write(TaskFile.SETUP_PATCH, (tdir.read_bytes(TaskFile.SETUP_PATCH) or b"") + b"\n")
+    stale = row(tdir)["verification"]
+    assert stale["status"] == "unverified"
+    assert (
+        stale["reason"] == "the setup state changed since this verdict (verified: 1 fail-to-pass)"
+    )
+    assert tdir.load_task().verification.status == "verified"  # task.json keeps what ran
+
+
+def test_the_same_verdict_beside_another_setup_patch_is_news() -> None:
+    """Release 1.3.0 showed Liger-Kernel #153's verdict (reached on its revised setup state)
+    beside the setup patch of release 1.1.0. A verdict that names its setup patch's hash is news
+    where the shown row holds another setup patch, and no news where it holds the same."""
+    from benchmark.build import _new_verdict
+    from benchmark.schema import SETUP_MARK
+    from curation.taskdir import patch_digest
+
+    v = {"status": "verified", "reason": "3 fail-to-pass", "checked_at": "2026-12-02",
+         "environment": "H200"}  # fmt: skip
+    shown = {"verification": v, "setup_patch": "old setup"}
+    on = {s: {"verification": {**v, "environment": f"H200{SETUP_MARK}{patch_digest(s.encode())}"}}
+          for s in ("old setup", "new setup")}  # fmt: skip
+    assert _new_verdict(shown, on["new setup"]) is True
+    assert _new_verdict(shown, on["old setup"]) is False
+    assert _new_verdict(shown, {"verification": v}) is False  # no hash: as shown
+    never = {"status": "unverified", "reason": "no reference run yet", "checked_at": None,
+             "environment": None}  # fmt: skip
+    assert _new_verdict(shown, {"verification": never}) is False

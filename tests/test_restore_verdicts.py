@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from restore_verdicts import main as restore
 
 VERDICT = {"status": "verified", "reason": "1 fail-to-pass, 0 pass-to-pass",
-           "checked_at": "2026-12-02T17:00:00+00:00", "environment": "NVIDIA H200"}  # fmt: skip
+           "checked_at": "2026-12-02T17:00:00+00:00",
+           "environment": "NVIDIA H200; setup 0123456789abcdef"}  # fmt: skip
 
 
 def _release(folder: Path, rows: list[dict]) -> Path:
@@ -44,4 +45,6 @@ def test_a_verdict_returns_only_to_the_same_setup_state(tmp_path: Path, capsys) 
     assert "its patches differ from the released row, skipped" in capsys.readouterr().out
     assert tdir.load_task().verification.status != "verified"
     assert restore([str(_release(tmp_path / "same", [row])), "--tasks", str(tasks)]) == 0
-    assert tdir.load_task().verification.status == "verified"
+    verdict = tdir.load_task().verification
+    assert verdict.status == "verified" and verdict.environment == "NVIDIA H200"
+    assert verdict.setup == tdir.setup_digest()  # the patches are identical: this setup state
