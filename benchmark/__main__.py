@@ -82,7 +82,7 @@ def _print_result(res: BuildResult) -> None:
     for tid in res.withdrawn:
         print(f"  - {tid} (withdrawn; kept in its frozen split)")
     for tid, status in sorted(res.rejudged.items()):
-        print(f"  ~ {tid} (released, {status} now: its split's default config follows)")
+        print(f"  ~ {tid} (released; now {status}: its split's default config follows)")
     if res.skipped:
         print(f"  {len(res.skipped)} task directories left out:")
         for tid, why in sorted(res.skipped.items()):

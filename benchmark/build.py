@@ -60,7 +60,8 @@ class BuildResult:
     withdrawn: list[str]
     skipped: dict[str, str] = field(default_factory=dict)  # task id -> why not included
     dry_run: bool = False
-    # released task id -> its status now, where it moved in or out of the verified set
+    # released task id -> its status now, where it moved in or out of the verified set or was
+    # verified again on a revised task
     rejudged: dict[str, str] = field(default_factory=dict)
 
 
@@ -249,7 +250,13 @@ def _build(
     withdrawn = sorted(released - set(rows))
     all_splits = {name: list(s["tasks"]) for name, s in frozen.items()}
     all_splits.update({k: sorted(v) for k, v in new_splits.items() if v})
-    rejudged = {tid: row_status(rows[tid]) for split in moved.values() for tid in split}
+    rejudged = {
+        tid: "verified again on its revised task"
+        if _revised(shown[tid], rows[tid])
+        else row_status(rows[tid])
+        for split in moved.values()
+        for tid in split
+    }
     result = BuildResult(version, all_splits, sorted(k for k, v in new_splits.items() if v),
                          fresh, withdrawn, skipped, dry_run, rejudged)  # fmt: skip
     if dry_run:
