@@ -103,6 +103,16 @@ class _Default:
 
 
 @dataclass(frozen=True)
+class _Workloads:
+    """A release's `workloads` config file: the workload of every task of the folder that has
+    one, as its directory held it at the build (the config shows the newest file)."""
+
+    file: str
+    sha256: str
+    tasks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class _Release:
     version: str
     built_at: str
@@ -111,6 +121,7 @@ class _Release:
     added: tuple[str, ...] = ()
     withdrawn: tuple[str, ...] = ()
     defaults: dict[str, _Default] = field(default_factory=dict)
+    workloads: _Workloads | None = None
 
 
 @dataclass(frozen=True)
@@ -270,6 +281,7 @@ def _build(
         name: _write_default(out, name, version, frozen[name]["tasks"], shown, rows, changed)
         for name, changed in moved.items()
     }
+    workloads = _write_workloads(out, version, tasks_root, sorted(set(rows) & all_ids(all_splits)))
     manifest["releases"].append(
         {
             "version": version,
@@ -279,6 +291,7 @@ def _build(
             "added": fresh,
             "withdrawn": withdrawn,
             **({"defaults": defaults} if defaults else {}),
+            **({"workloads": workloads} if workloads else {}),
         }
     )
     manifest["version"] = version
@@ -421,6 +434,28 @@ def _write_default(
         "left_with": {t: now[t]["verification"] for t in changed if not verified(now[t])},
         "revised": revised,
     }
+
+
+def all_ids(splits: dict[str, list[str]]) -> set[str]:
+    return {t for ids in splits.values() for t in ids}
+
+
+def _write_workloads(
+    out: Path, version: str, tasks_root: Path, ids: Sequence[str]
+) -> dict[str, Any] | None:
+    """The `workloads` config's file of this version (None when no task has a workload)."""
+    from datasets import Dataset
+
+    from benchmark.schema import workload_features, workload_row
+
+    found = [w for w in (workload_row(TaskDir(tasks_root / t)) for t in ids) if w is not None]
+    if not found:
+        return None
+    fname = f"workloads/workloads-v{version.replace('.', '_')}.parquet"
+    path = out / "data" / fname
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(found, features=workload_features()).to_parquet(str(path))
+    return {"file": fname, "sha256": _sha256(path), "tasks": [w["task_id"] for w in found]}
 
 
 def _nothing_new(

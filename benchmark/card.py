@@ -81,6 +81,10 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
     for name in sorted(files):
         for fname, meta in sorted(files[name].items()):
             by_fw[meta["framework"]].append((name, fname))
+    workloads = [r["workloads"] for r in manifest["releases"] if r.get("workloads")]
+    if workloads:  # the newest: every task's workload as its directory held it then
+        lines += ["- config_name: workloads", "  data_files:", "  - split: train",
+                  f"    path: data/{workloads[-1]['file']}"]  # fmt: skip
     for fw in sorted(by_fw):
         lines += [f"- config_name: {fw}", "  data_files:"]
         per_split: dict[str, list[str]] = defaultdict(list)

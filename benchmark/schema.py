@@ -244,6 +244,47 @@ COLUMNS: tuple[Column, ...] = (
 )  # fmt: skip
 
 
+# The `workloads` config: one row per task that has a workload (issue 10), a table of its own
+# so the task rows' layout (frozen in released files) does not change. The calls and the result
+# stay JSON text: their fields grow with the harness.
+WORKLOAD_COLUMNS: dict[str, DType] = {
+    "task_id": S, "metric": S, "metric_evidence": S, "sizes": [S], "calls": S,
+    "measured": B, "base_total_ms": F, "gold_total_ms": F, "speedup": F, "separated": B,
+    "measured_at": S, "environment": S, "result": S,
+}  # fmt: skip
+
+
+def workload_row(tdir: TaskDir) -> dict[str, Any] | None:
+    """A task's workload and, when measured, its result (None without workload.json)."""
+    import json
+
+    from core.files import read_json
+
+    if not tdir.has(TaskFile.WORKLOAD):
+        return None
+    plan = read_json(tdir.path(TaskFile.WORKLOAD))
+    res = (
+        read_json(tdir.path(TaskFile.WORKLOAD_RESULT)) if tdir.has(TaskFile.WORKLOAD_RESULT) else {}
+    )
+    timed = ("base_total_ms", "gold_total_ms", "speedup", "separated", "measured_at", "environment")
+    return {
+        "task_id": tdir.id,
+        "metric": plan.get("metric"),
+        "metric_evidence": plan.get("metric_evidence"),
+        "sizes": [c.get("label") for c in plan.get("calls") or []],
+        "calls": json.dumps(plan.get("calls") or [], sort_keys=True),
+        "measured": bool(res),
+        **{k: res.get(k) for k in timed},
+        "result": json.dumps(res, sort_keys=True) if res else None,
+    }
+
+
+def workload_features() -> Any:
+    from datasets import Features
+
+    return Features({k: _feature(t) for k, t in WORKLOAD_COLUMNS.items()})
+
+
 def _feature(dtype: DType) -> Any:
     from datasets import List, Value
 

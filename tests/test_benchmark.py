@@ -422,3 +422,35 @@ def test_the_same_verdict_beside_another_setup_patch_is_news() -> None:
     never = {"status": "unverified", "reason": "no reference run yet", "checked_at": None,
              "environment": None}  # fmt: skip
     assert _new_verdict(shown, {"verification": never}) is False
+
+
+def test_the_workloads_config_holds_each_tasks_workload_and_result(
+    released, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10: the workload is in the dataset too. A config of its own (`workloads`), so the
+    task rows' layout, frozen in released files, stays as it is; the calls and the result are
+    JSON text."""
+    import datasets
+
+    from curation.taskdir import TaskFile, task_dirs
+
+    _, root = released
+    first, _second = task_dirs(root / "tasks")
+    calls = [{"label": "small", "source": "benchmark_script", "dims": {"N": 4096}}]
+    plan = {"task_id": first.id, "metric": "kernel_time", "metric_evidence": "default",
+            "calls": calls, "why": "", "tried": [], "schema_version": 1}  # fmt: skip
+    first.write(TaskFile.WORKLOAD, json.dumps(plan))
+    result = {"task_id": first.id, "metric": "kernel_time", "base_total_ms": 1.006,
+              "gold_total_ms": 0.653, "speedup": 1.54, "separated": True,
+              "measured_at": "2026-12-03T08:14:09+00:00", "environment": "NVIDIA H200",
+              "calls": []}  # fmt: skip
+    first.write(TaskFile.WORKLOAD_RESULT, json.dumps(result))
+    out = tmp_path / "dist-workloads"
+    assert bench(["build", "--tasks", str(root / "tasks"), "--out", str(out), "--version",
+                  "1.0.0", "--cutoff", "2020-01-01"]) == 0  # fmt: skip
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    [row] = datasets.load_dataset(str(out), "workloads")["train"]
+    assert (row["task_id"], row["sizes"], row["speedup"], row["separated"]) == (
+        first.id, ["small"], 1.54, True)  # fmt: skip
+    assert json.loads(row["calls"]) == calls and json.loads(row["result"]) == result
+    assert datasets.load_dataset(str(out), "all")["test"].num_rows == 2  # the tasks as before
