@@ -33,6 +33,7 @@ from eval.workload_model import MIN_GOLD_US, WorkloadResult
 MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
+_NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 
 
 def hardware_gap(needs: Hardware, gpus_here: int, allow_multicast: bool = False) -> str | None:
@@ -46,13 +47,30 @@ def hardware_gap(needs: Hardware, gpus_here: int, allow_multicast: bool = False)
     return None
 
 
-def missing_modules(runs: Sequence[RunResult]) -> list[str]:
-    """Top-level packages that the runs' logs say are missing."""
-    found: set[str] = set()
+def import_gap(runs: Sequence[RunResult]) -> str | None:
+    """Why the runs' imports failed, from their logs: packages that are missing, or packages
+    that are there in another version than the task's (Python names the deepest module it
+    could not find, so `No module named 'a.b'` means `a` was found; `cannot import name 'X'
+    from 'a.b'` too). None when no import failed."""
+    missing: set[str] = set()
+    lacks: dict[str, set[str]] = {}
     for r in runs:
         for text in (r.detail, *(t.message for t in r.tests)):
-            found |= {m.split(".")[0] for m in _MISSING.findall(text or "")}
-    return sorted(found)
+            for mod in _MISSING.findall(text or ""):
+                top, _, rest = mod.partition(".")
+                if rest:
+                    lacks.setdefault(top, set()).add(mod)
+                else:
+                    missing.add(top)
+            for name, mod in _NO_NAME.findall(text or ""):
+                lacks.setdefault(mod.split(".")[0], set()).add(f"{mod}.{name}")
+    if missing:
+        return f"missing package(s) {', '.join(sorted(missing))}"
+    if lacks:
+        what = "; ".join(f"{top} lacks {', '.join(sorted(names)[:3])}" for top, names in
+                         sorted(lacks.items()))  # fmt: skip
+        return f"installed package version differs from the task's pins: {what}"
+    return None
 
 
 def out_of_memory(nodeid: str, runs: Sequence[RunResult]) -> bool:
@@ -133,9 +151,9 @@ def decide(
 
     if not node_ids:
         runs = [selection] if selection is not None else []
-        missing = missing_modules(runs)
-        if missing:
-            why = f"missing package(s) {', '.join(missing)}"
+        gap = import_gap(runs)
+        if gap:
+            why = gap
         elif selection is not None and selection.failure is not FailureClass.NONE:
             why = f"the selection run failed ({selection.failure}): {selection.detail[:160]}"
         else:
@@ -165,9 +183,9 @@ def decide(
         why = f"a reference run was flagged ({', '.join(flagged)})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
     if gold_bad or not gold_ok:
-        missing = missing_modules(gold)
-        if missing:
-            why = f"missing package(s) {', '.join(missing)}"
+        gap = import_gap(gold)
+        if gap:
+            why = gap
         else:
             classes = sorted({str(r.failure) for r in gold if r.failure is not FailureClass.NONE})
             why = (

@@ -95,10 +95,23 @@ def test_gate_leaves_no_fail_to_pass_and_optimizations_unverified() -> None:
 
 
 def test_gate_names_the_missing_package_and_a_gold_that_fails() -> None:
-    detail = "E ModuleNotFoundError: No module named 'transformer_engine.pytorch'"
+    detail = "E ModuleNotFoundError: No module named 'transformer_engine'"
     sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.INFRA, False, (), 1.0, detail=detail)
     verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
     assert verdict.reason == "missing package(s) transformer_engine"
+    # Liger-Kernel #778 on the H200 (2026-12-02): the host's transformers 5 is there, only
+    # older than the task's tests: not a missing package but another version
+    detail = (
+        "E ModuleNotFoundError: No module named "
+        "'transformers.models.gemma.tokenization_gemma_fast'\n"
+        "ImportError: cannot import name 'HybridCache' from 'transformers.cache_utils'"
+    )
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.INFRA, False, (), 1.0, detail=detail)
+    verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
+    assert verdict.reason == (
+        "installed package version differs from the task's pins: transformers lacks "
+        "transformers.cache_utils.HybridCache, transformers.models.gemma.tokenization_gemma_fast"
+    )
     base = [run(Variant.BASE, i, {"a": "failed"}) for i in range(3)]
     gold = [run(Variant.GOLD, i, {"a": "failed"}, FailureClass.TEST_FAILURE) for i in range(3)]
     verdict, *_ = gate(TaskType.BUG_FIX, ["a"], base, gold)
