@@ -13,6 +13,7 @@ import argparse
 import statistics
 import sys
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for tdir in task_dirs(args.tasks):
         task = tdir.load_task()
+        # a verdict reached on another setup state than setup.patch holds counts as unverified
+        task = replace(task, verification=tdir.current_verification(task))
         ref = tdir.load(TaskFile.REFERENCE, Reference)
         if args.only_run and ref is None:
             continue
