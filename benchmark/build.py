@@ -281,7 +281,7 @@ def _build(
         name: _write_default(out, name, version, frozen[name]["tasks"], shown, rows, changed)
         for name, changed in moved.items()
     }
-    workloads = _write_workloads(out, version, tasks_root, sorted(set(rows) & all_ids(all_splits)))
+    workloads = _write_workloads(out, version, tasks_root, sorted(set(rows) & _all_ids(all_splits)))
     manifest["releases"].append(
         {
             "version": version,
@@ -334,7 +334,7 @@ def _new_verdict(shown: dict[str, Any], row: dict[str, Any]) -> bool:
     verdict, setup = _split_setup(v)
     if verdict != _split_setup(shown["verification"] or {})[0]:
         return True
-    return setup is not None and setup != patch_digest((shown["setup_patch"] or "").encode())
+    return setup is not None and setup != patch_digest((shown.get("setup_patch") or "").encode())
 
 
 def _split_setup(v: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -436,7 +436,7 @@ def _write_default(
     }
 
 
-def all_ids(splits: dict[str, list[str]]) -> set[str]:
+def _all_ids(splits: dict[str, list[str]]) -> set[str]:
     return {t for ids in splits.values() for t in ids}
 
 
