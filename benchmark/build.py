@@ -21,8 +21,10 @@ longer those its default config shows, or one of them was verified again as a re
 default-config file, `data/default/{split}-v{version}.parquet`. It holds the split's verified
 tasks: a task with a new verdict as its directory has it now (the verdict was measured on that
 setup patch, those targets and those node ids, so they travel together), the others as shown
-before. A task directory without any verdict (curated again on a machine that has not run it)
-is no news and keeps the shown one. The `all` config keeps the rows as released, and the
+before. A released task that was not verified and is not now, with a new verdict (another
+reason), is listed with it in the manifest (`verdicts`): the card counts it, no config file
+holds it. A task directory without any verdict (curated again on a machine that has not run
+it) is no news and keeps the shown one. The `all` config keeps the rows as released, and the
 manifest lists which tasks moved or were revised.
 """
 
@@ -63,6 +65,8 @@ class BuildResult:
     # released task id -> its status now, where it moved in or out of the verified set or was
     # verified again on a revised task
     rejudged: dict[str, str] = field(default_factory=dict)
+    # released tasks, unverified before and now, whose verdict (reason) changed
+    noted: list[str] = field(default_factory=list)
 
 
 def split_name(version: str) -> str:
@@ -122,6 +126,9 @@ class _Release:
     withdrawn: tuple[str, ...] = ()
     defaults: dict[str, _Default] = field(default_factory=dict)
     workloads: _Workloads | None = None
+    # task id -> a new verdict of a released task that was not verified and is not now (its
+    # reason changed): the card counts it, no config file holds it
+    verdicts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -248,7 +255,10 @@ def _build(
     released_rows = _frozen_rows(out, frozen)
     shown = _shown_rows(out, manifest, released_rows)
     moved = _rejudged(frozen, shown, rows)
-    if not fresh and not moved and not allow_empty:
+    noted = {t: rows[t]["verification"] for t in sorted(released)
+             if t in rows and t in shown and _new_verdict(shown[t], rows[t])
+             and not verified(rows[t]) and not verified(shown[t])}  # fmt: skip
+    if not fresh and not moved and not noted and not allow_empty:
         raise BenchmarkError(_nothing_new(version, tasks_root, rows, skipped))
     new_splits: dict[str, list[str]] = defaultdict(list)
     if not manifest["releases"]:
@@ -269,7 +279,7 @@ def _build(
         for tid in split
     }
     result = BuildResult(version, all_splits, sorted(k for k, v in new_splits.items() if v),
-                         fresh, withdrawn, skipped, dry_run, rejudged)  # fmt: skip
+                         fresh, withdrawn, skipped, dry_run, rejudged, sorted(noted))  # fmt: skip
     if dry_run:
         return result
     (out / "data").mkdir(parents=True, exist_ok=True)
@@ -292,13 +302,14 @@ def _build(
             "withdrawn": withdrawn,
             **({"defaults": defaults} if defaults else {}),
             **({"workloads": workloads} if workloads else {}),
+            **({"verdicts": noted} if noted else {}),
         }
     )
     manifest["version"] = version
     from benchmark.card import render_card
 
     # the card counts each released task with the verdict its default config now shows
-    shown_now = _shown_rows(out, manifest, released_rows) if defaults else shown
+    shown_now = _shown_rows(out, manifest, released_rows) if defaults or noted else shown
     all_rows = shown_now | {t: rows[t] for t in fresh}
     render_card(out, manifest, all_splits, all_rows, reference_note=reference_note)
     # The manifest last: until it names the version, a failed build can simply be rerun.
@@ -364,7 +375,8 @@ def _shown_rows(
     """Each released task's row as the folder shows it now: as `released`, then, release by
     release, the verdicts of the default-config files written after it (a task that left the
     verified set is not in its split's file: the manifest names it, with the verification that
-    took it out since 1.4.0)."""
+    took it out since 1.4.0) and the new verdicts of tasks that stayed unverified (the
+    manifest's `verdicts`, since 1.4.1)."""
     import pyarrow.parquet as pq
 
     rows = dict(released)
@@ -380,6 +392,9 @@ def _shown_rows(
                         "status": "unverified",
                     }
                     rows[tid] = {**rows[tid], "verification": gone}
+        for tid, v in (rel.get("verdicts") or {}).items():
+            if tid in rows:
+                rows[tid] = {**rows[tid], "verification": v}
     return rows
 
 

@@ -166,8 +166,9 @@ class TaskDir:
         self, verification: Verification, node_ids: tuple[str, ...] | None = None
     ) -> Task:
         """The gate's verdict (and the node ids it chose) into task.json (eval's fields); a
-        GPU verdict (one with `checked_at`) notes the setup state it was reached on."""
-        if verification.checked_at is not None:
+        GPU verdict (one with `checked_at`) that does not name its setup state yet (a verdict
+        judged again keeps the one its runs were made on) notes the current one."""
+        if verification.checked_at is not None and verification.setup is None:
             verification = replace(verification, setup=self.setup_digest())
         task = self.load_task()
         tests = task.tests if node_ids is None else replace(task.tests, node_ids=node_ids)

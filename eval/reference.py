@@ -289,19 +289,20 @@ def rejudge(
     """Recompute the lists and the verdict from the stored runs (no rerun: judging rules may
     change after an expensive GPU session). References of runs before node-id selection are
     judged by the old rule and get no verdict; a reference whose selection run chose no node id
-    (it failed, timed out, or no test launched a target) keeps its note and gets no verdict."""
+    (it failed, timed out, or no test launched a target) is judged from that selection run, as
+    the gate does."""
     base = [r for r in ref.runs if r.variant is Variant.BASE]
     gold = [r for r in ref.runs if r.variant is Variant.GOLD]
-    if not ref.node_ids and ref.selection is not None:
-        return ref, None  # the selection run chose nothing: its note (why) stands
-    if not ref.node_ids:
+    if not ref.node_ids and ref.selection is None:
         f2p, p2p, flaky, valid, note = judge(task, base, gold)
         new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, valid=valid,
                       validity_note=note)  # fmt: skip
         return new, None
     verdict, f2p, p2p, flaky = decide(task, ref.node_ids, base, gold, ref.environment,
                                       ref.selection, workload)  # fmt: skip
-    verdict = replace(verdict, checked_at=task.verification.checked_at or verdict.checked_at)
+    # when and on which setup state the runs were made, not when they were judged again
+    verdict = replace(verdict, checked_at=task.verification.checked_at or verdict.checked_at,
+                      setup=task.verification.setup)  # fmt: skip
     new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky,
                   valid=verdict.status is VerificationStatus.VERIFIED,
                   validity_note=verdict.reason, verification=str(verdict.status))  # fmt: skip

@@ -319,6 +319,18 @@ def test_a_later_verdict_moves_a_released_task_into_or_out_of_the_default_config
     assert f"unverified since (test's default config): {first.id}" in card
     # a third release with nothing new and no verdict moved is refused
     assert bench([*build, "--version", "1.2.0"]) == 1
+    # a new reason for a task unverified before and now: the manifest lists it, the card
+    # counts it (Liger-Kernel #778: "missing package(s) datasets" on day 1, then its tests
+    # could not import HybridCache from the host's transformers)
+    why = "installed package version differs from the task's pins: transformers lacks X"
+    first.record_verification(Verification(VerificationStatus.UNVERIFIED, why, "2026-12-03",
+                                           "H200"))  # fmt: skip
+    assert bench([*build, "--version", "1.2.0"]) == 0
+    release = json.loads((out / "manifest.json").read_text())["releases"][-1]
+    assert list(release["verdicts"]) == [first.id] and "defaults" not in release
+    assert current_rows(out)[first.id]["verification"]["reason"] == why
+    card = (out / "README.md").read_text()
+    assert "unverified: installed package version differs from the task's pins | 1 |" in card
 
 
 def test_a_task_verified_again_after_curation_revised_it_shows_its_new_setup(

@@ -198,8 +198,8 @@ def test_a_setup_state_that_ran_out_of_gpu_memory_fails_nothing() -> None:
 
 def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None:
     """flash-linear-attention #660 (H200, 2026-12-03): the selection run timed out, so no
-    node id was kept and no base or gold run followed; rejudging it must keep "the selection
-    run failed (timeout)" rather than say that no test passes with the gold."""
+    node id was kept and no base or gold run followed; rejudging it is judging that selection
+    run again: "the selection run failed (timeout)", not "no test passes with the gold"."""
     from eval.model import Reference, VariantSummary
 
     sel = RunResult("t", Variant.GOLD, 0, None, FailureClass.TIMEOUT, False, (), 200.0,
@@ -207,5 +207,10 @@ def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None
     empty = VariantSummary(0, 0, 0.0, 0.0, None, None, None)
     note = "the selection run failed (timeout): killed at the time limit"
     ref = Reference("t", ENV, (), empty, empty, (), (), False, note, (), (), selection=sel)
-    new, verdict = rejudge(task(TaskType.NEW_OP), ref)
-    assert (new.validity_note, verdict) == (note, None)
+    ran = SimpleNamespace(checked_at="2026-12-03T07:40:00+00:00", setup="0123456789abcdef")
+    t = SimpleNamespace(task_type=SimpleNamespace(type=TaskType.NEW_OP), verification=ran)
+    new, verdict = rejudge(t, ref)
+    assert verdict is not None and (verdict.status, verdict.reason) == ("unverified", note)
+    assert (new.validity_note, new.valid) == (note, False)
+    # when and on which setup state it ran, not when it was judged again
+    assert (verdict.checked_at, verdict.setup) == ("2026-12-03T07:40:00+00:00", "0123456789abcdef")
