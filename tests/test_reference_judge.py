@@ -214,3 +214,24 @@ def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None
     assert (new.validity_note, new.valid) == (note, False)
     # when and on which setup state it ran, not when it was judged again
     assert (verdict.checked_at, verdict.setup) == ("2026-12-03T07:40:00+00:00", "0123456789abcdef")
+
+
+def test_a_selection_whose_every_test_wants_more_gpus_is_out_of_scope() -> None:
+    """flash-linear-attention #774 on one H200 (2026-12-03): its context-parallel tests all
+    skipped with "At least 2 GPUs required" (or 4); curation had read one GPU from the files
+    (the spawn goes through `mp.spawn`). The gate says what it needs, out of scope."""
+    skips = {"a": "Skipped: At least 2 GPUs required", "b": "Skipped: At least 4 GPUs required"}
+    tests = tuple(TestOutcome(n, "skipped", 0.0, m) for n, m in skips.items())
+    sel = RunResult("t", Variant.GOLD, 0, 0, FailureClass.INFRA, False, tests, 30.0,
+                    detail="every selected test was skipped")  # fmt: skip
+    verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
+    assert verdict.status == "out_of_scope"
+    assert verdict.reason == (
+        "needs 2 GPUs: every selected test skips here (Skipped: At least 2 GPUs required)"
+    )
+    # one test that skipped for another reason: not a hardware verdict
+    other = (*tests, TestOutcome("c", "skipped", 0.0, "Skipped: needs flash_attn"))
+    sel = RunResult("t", Variant.GOLD, 0, 0, FailureClass.INFRA, False, other, 30.0,
+                    detail="every selected test was skipped")  # fmt: skip
+    verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
+    assert verdict.status == "unverified" and "selection run failed" in verdict.reason
