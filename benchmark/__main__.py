@@ -84,7 +84,7 @@ def _print_result(res: BuildResult) -> None:
     for tid, status in sorted(res.rejudged.items()):
         print(f"  ~ {tid} (released; now {status}: its split's default config follows)")
     if res.noted:
-        print(f"  {len(res.noted)} released tasks, unverified before and now, with a new verdict "
+        print(f"  {len(res.noted)} released task(s), unverified before and now, with a new verdict "
               "(the manifest's verdicts; the card counts them)")  # fmt: skip
     if res.skipped:
         print(f"  {len(res.skipped)} task directories left out:")
