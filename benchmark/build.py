@@ -291,7 +291,8 @@ def _build(
         name: _write_default(out, name, version, frozen[name]["tasks"], shown, rows, changed)
         for name, changed in moved.items()
     }
-    workloads = _write_workloads(out, version, tasks_root, sorted(set(rows) & _all_ids(all_splits)))
+    workloads = _write_workloads(out, version, tasks_root, sorted(set(rows) & _all_ids(all_splits)),
+                                 manifest)  # fmt: skip
     manifest["releases"].append(
         {
             "version": version,
@@ -439,7 +440,12 @@ def _write_default(
     fname = f"default/{name}-v{version.replace('.', '_')}.parquet"
     path = out / "data" / fname
     path.parent.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(keep, features=features()).to_parquet(str(path))
+    feats = features()
+    # from_list cannot type an empty list: a split whose verified tasks all left gets an empty
+    # file with the row layout
+    table = Dataset.from_list(keep, features=feats) if keep else Dataset.from_dict(
+        {k: [] for k in feats}, features=feats)  # fmt: skip
+    table.to_parquet(str(path))
     return {
         "file": fname,
         "sha256": _sha256(path),
@@ -456,15 +462,20 @@ def _all_ids(splits: dict[str, list[str]]) -> set[str]:
 
 
 def _write_workloads(
-    out: Path, version: str, tasks_root: Path, ids: Sequence[str]
+    out: Path, version: str, tasks_root: Path, ids: Sequence[str], manifest: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """The `workloads` config's file of this version (None when no task has a workload)."""
+    """The `workloads` config's file of this version; None when no task has a workload, or
+    when the rows are those of the newest file already there (the config keeps showing it)."""
+    import pyarrow.parquet as pq
     from datasets import Dataset
 
     from benchmark.schema import workload_features, workload_row
 
     found = [w for w in (workload_row(TaskDir(tasks_root / t)) for t in ids) if w is not None]
     if not found:
+        return None
+    before = [r["workloads"] for r in manifest["releases"] if r.get("workloads")]
+    if before and pq.read_table(out / "data" / before[-1]["file"]).to_pylist() == found:
         return None
     fname = f"workloads/workloads-v{version.replace('.', '_')}.parquet"
     path = out / "data" / fname

@@ -444,6 +444,7 @@ def test_the_workloads_config_holds_each_tasks_workload_and_result(
     JSON text."""
     import datasets
 
+    from curation.model import Verification, VerificationStatus
     from curation.taskdir import TaskFile, task_dirs
 
     _, root = released
@@ -466,3 +467,15 @@ def test_the_workloads_config_holds_each_tasks_workload_and_result(
         first.id, ["small"], 1.54, True)  # fmt: skip
     assert json.loads(row["calls"]) == calls and json.loads(row["result"]) == result
     assert datasets.load_dataset(str(out), "all")["test"].num_rows == 2  # the tasks as before
+    # a later release whose workloads are the same writes no new file; a changed one does
+    first.record_verification(Verification(VerificationStatus.VERIFIED, "1 fail-to-pass",
+                                           "2026-12-03", "H200"))  # fmt: skip
+    build = ["build", "--tasks", str(root / "tasks"), "--out", str(out)]
+    assert bench([*build, "--version", "1.1.0"]) == 0
+    assert len(list((out / "data" / "workloads").iterdir())) == 1
+    first.write(TaskFile.WORKLOAD_RESULT, json.dumps({**result, "speedup": 1.55}))
+    first.record_verification(Verification(VerificationStatus.UNVERIFIED, "flaky",
+                                           "2026-12-04", "H200"))  # fmt: skip
+    assert bench([*build, "--version", "1.2.0"]) == 0
+    [row] = datasets.load_dataset(str(out), "workloads", download_mode="force_redownload")["train"]
+    assert row["speedup"] == 1.55 and len(list((out / "data" / "workloads").iterdir())) == 2
