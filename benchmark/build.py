@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchmarkError
-from benchmark.schema import SETUP_MARK, row_status
+from benchmark.schema import row_status, split_setup
 from core.errors import CoreError, RecordError
 from core.files import output_lock, read_json, write_json
 from core.records import from_json
@@ -350,10 +350,9 @@ def _new_verdict(shown: dict[str, Any], row: dict[str, Any]) -> bool:
 
 
 def _split_setup(v: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """A row's verification without the setup patch's hash its environment names, and that
-    hash (None in rows before 1.4.0)."""
-    env, mark, setup = (v.get("environment") or "").partition(SETUP_MARK)
-    return {**v, "environment": env or None}, (setup if mark else None)
+    """A row's verification without the setup patch's hash, and that hash."""
+    env, setup = split_setup(v.get("environment"))
+    return {**v, "environment": env}, setup
 
 
 def _moved(shown: dict[str, Any], row: dict[str, Any]) -> bool:
@@ -364,10 +363,10 @@ def _moved(shown: dict[str, Any], row: dict[str, Any]) -> bool:
 
 
 def _revised(shown: dict[str, Any], row: dict[str, Any]) -> bool:
-    """A task verified before and now, judged again on a task curation changed since."""
+    """Of a task with a new verdict (`_moved`'s tasks): verified before and now, judged again
+    on a task curation changed since."""
     task = [k for k in row if k not in VERDICT_FIELDS]
-    return (verified(shown) and verified(row) and _new_verdict(shown, row)
-            and any(row[k] != shown.get(k) for k in task))  # fmt: skip
+    return verified(shown) and verified(row) and any(row[k] != shown.get(k) for k in task)
 
 
 def _shown_rows(
@@ -474,8 +473,10 @@ def _write_workloads(
     found = [w for w in (workload_row(TaskDir(tasks_root / t)) for t in ids) if w is not None]
     if not found:
         return None
-    before = [r["workloads"] for r in manifest["releases"] if r.get("workloads")]
-    if before and pq.read_table(out / "data" / before[-1]["file"]).to_pylist() == found:
+    from benchmark.card import latest_workloads
+
+    before = latest_workloads(manifest)
+    if before and pq.read_table(out / "data" / before["file"]).to_pylist() == found:
         return None
     fname = f"workloads/workloads-v{version.replace('.', '_')}.parquet"
     path = out / "data" / fname

@@ -38,6 +38,12 @@ def latest_defaults(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def latest_workloads(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The newest `workloads` config file's entry (a release writes one only when it changed)."""
+    found = [r["workloads"] for r in manifest["releases"] if r.get("workloads")]
+    return found[-1] if found else None
+
+
 def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
     files: dict[str, dict[str, Any]] = {}
     for rel in manifest["releases"]:
@@ -81,10 +87,10 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
     for name in sorted(files):
         for fname, meta in sorted(files[name].items()):
             by_fw[meta["framework"]].append((name, fname))
-    workloads = [r["workloads"] for r in manifest["releases"] if r.get("workloads")]
-    if workloads:  # the newest: every task's workload as its directory held it then
+    workloads = latest_workloads(manifest)
+    if workloads:  # every task's workload as its directory held it then
         lines += ["- config_name: workloads", "  data_files:", "  - split: train",
-                  f"    path: data/{workloads[-1]['file']}"]  # fmt: skip
+                  f"    path: data/{workloads['file']}"]  # fmt: skip
     for fw in sorted(by_fw):
         lines += [f"- config_name: {fw}", "  data_files:"]
         per_split: dict[str, list[str]] = defaultdict(list)

@@ -79,8 +79,15 @@ def _verification(src: TaskSource) -> Any:
     return project(v, VERIFICATION)
 
 
-# how a row's verification environment names the setup patch's hash (restore_verdicts strips it)
+# how a row's verification environment names the setup patch's hash
 SETUP_MARK = "; setup "
+
+
+def split_setup(environment: str | None) -> tuple[str | None, str | None]:
+    """A row's verification environment without the setup patch's hash it names, and that
+    hash (None in rows before 1.4.0): the inverse of `_verification`."""
+    env, mark, setup = (environment or "").partition(SETUP_MARK)
+    return env or None, (setup if mark else None)
 
 
 def _task(attr: str, dtype: DType = S) -> Callable[[TaskSource], Any]:

@@ -168,12 +168,11 @@ def decide(
         return Verification(status, reason, when, environment_label(env))
 
     if not node_ids:
-        runs = [selection] if selection is not None else []
-        gap = import_gap(runs)
         wanted = gpus_wanted(selection)
         if wanted is not None:
             why = f"needs {wanted[0]} GPUs: every selected test skips here ({wanted[1][:80]})"
             return verdict(VerificationStatus.OUT_OF_SCOPE, why), (), (), ()
+        gap = import_gap([selection] if selection is not None else [])
         if gap:
             why = gap
         elif selection is not None and selection.failure is not FailureClass.NONE:

@@ -22,7 +22,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from benchmark.schema import SETUP_MARK
+from benchmark.schema import split_setup
 from core.records import from_json
 from curation.model import TestSelection, Verification
 from curation.taskdir import TaskDir, TaskFile
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         tests = from_json(TestSelection, row["tests"], f"{args.dataset}:{row['task_id']}")
         verdict = from_json(Verification, row["verification"], f"{args.dataset}:{row['task_id']}")
         # the row names the setup patch's hash in its environment; the patches are identical
-        env = (verdict.environment or "").split(SETUP_MARK)[0] or None
+        env, _ = split_setup(verdict.environment)
         verdict = replace(verdict, environment=env, setup=tdir.setup_digest())
         tdir.store(TaskFile.TASK, replace(task, tests=tests, verification=verdict))
         restored += 1
