@@ -153,6 +153,22 @@ def _cache(settings: RunSettings, task: Task, variant: Variant) -> Path:
     return path
 
 
+def run_env(
+    task: Task, settings: RunSettings, cache: Path, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """What a test run adds to its environment: the framework's switches, the settings', the
+    Triton cache, the caller's. Autotuning results are kept in that cache too (Triton keys them
+    by the kernel's source, so base, gold and prediction never share one): a task's second and
+    third runs no longer benchmark every config again."""
+    return {
+        **framework_env(task),
+        **settings.extra_env,
+        "TRITON_CACHE_DIR": str(cache),
+        "TRITON_CACHE_AUTOTUNING": "1",
+        **(extra or {}),
+    }
+
+
 def _splice_failure(task: Task, variant: Variant, idx: int, exc: Exception) -> RunResult:
     return RunResult(task.task_id, variant, idx, None, FailureClass.SPLICE_ERROR, False, (), 0.0,
                      detail=str(exc))  # fmt: skip
@@ -226,12 +242,7 @@ class LocalBackend:
             timeout_s=time_limit(self.settings, hints, timeout_s),
             policy=self.settings.sandbox,
             kernels=[k.name for k in task.kernels],
-            extra_env={
-                **framework_env(task),
-                **self.settings.extra_env,
-                "TRITON_CACHE_DIR": str(cache),
-                **(extra_env or {}),
-            },
+            extra_env=run_env(task, self.settings, cache, extra_env),
             isolated_timing=self.settings.isolated_timing,
             writable=(cache,),
             expected=_expected(tdir, variant),

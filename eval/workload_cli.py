@@ -213,7 +213,9 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
             done += 1
             line = (
                 f"{tdir.id}: base {result.base_total_ms} ms, gold {result.gold_total_ms} ms, "
-                f"speedup {result.speedup}"
+                f"speedup {result.speedup} ({sum(result.seconds.values()):.0f} s: "
+                + ", ".join(f"{k} {v:.0f}" for k, v in result.seconds.items())
+                + ")"
             )
             if not preds:
                 line += _record_verdict(tdir, task, result)

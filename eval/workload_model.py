@@ -151,4 +151,7 @@ class WorkloadResult:
     prediction_total_ms: float | None = None
     speedup: float | None = None  # base / gold on the totals
     separated: bool = False  # totals over the calls: sum of gold p75 < sum of base p25
+    # where the measurement's time went: "<variant>-<round>" per harness process (import,
+    # compilation, autotuning, saving outputs, timing), "prepare" (the trees), "compare"
+    seconds: dict[str, float] = field(default_factory=dict)
     schema_version: int = WORKLOAD_SCHEMA_VERSION

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,11 @@ def _run_once(
     (a large call's outputs and gradients are gigabytes to copy and write)."""
     job = _job(workload, tree, workload.metric, settings, save)
     (tree / JOB).write_text(json.dumps(job))
-    env = {"TRITON_CACHE_DIR": str(cache)}
+    # warm rounds reuse the first round's autotuning as they reuse its compiled kernels (Triton
+    # keys both by the kernel's source); a cold round compiles and autotunes as a user's first
+    # call would
+    cold = workload.metric is Metric.COLD_WALL_TIME
+    env = {"TRITON_CACHE_DIR": str(cache), "TRITON_CACHE_AUTOTUNING": "0" if cold else "1"}
     sandboxed = not (trusted and settings.trusted_unsandboxed)
     import sys
 
@@ -181,6 +186,7 @@ def measure(
     outputs: dict[Variant, list[dict[str, Any] | None]] = {}
     warm = settings.triton_cache or scratch / "triton-cache"
     launched: list[tuple[str, ...] | None] = []
+    seconds: dict[str, float] = {}
     for r in range(rounds):
         for v in order if r % 2 == 0 else order[::-1]:
             cache = warm / str(v)
@@ -188,8 +194,9 @@ def measure(
                 cache = scratch / f"cold-cache-{v}"
                 shutil.rmtree(cache, ignore_errors=True)
             cache.mkdir(parents=True, exist_ok=True)
-            result, _ = _run_once(trees[v], workload, settings, v is not Variant.PREDICTION,
-                                  cache, save=v not in outputs)  # fmt: skip
+            result, run = _run_once(trees[v], workload, settings, v is not Variant.PREDICTION,
+                                    cache, save=v not in outputs)  # fmt: skip
+            seconds[f"{v}-{r}"] = round(run.wall_s, 2)
             if "error" in result:
                 errors = [e or f"{v}: {result['error']}" for e in errors]
                 continue
@@ -207,6 +214,7 @@ def measure(
                     _load_outputs(trees[v] / row["outputs"]) if row.get("outputs") else None
                     for row in result.get("calls", [])
                 ]
+    t0 = time.perf_counter()
     calls = []
     for i, call in enumerate(workload.calls):
         timing = {v: _timing(times[v][i]) for v in order}
@@ -242,7 +250,9 @@ def measure(
                 gold_launched=launched[i] if i < len(launched) else None,
             )
         )
-    return summarize_result(task.task_id, workload.metric, calls, environment)
+    seconds["compare"] = round(time.perf_counter() - t0, 2)
+    summary = summarize_result(task.task_id, workload.metric, calls, environment)
+    return replace(summary, seconds=seconds)
 
 
 def _nth(rows: list[dict[str, Any] | None] | None, i: int) -> dict[str, Any] | None:
@@ -308,14 +318,16 @@ def measure_task(
     if not workload.calls:
         raise EvalError(f"the workload has no call: {workload.why}", task_id=task.task_id)
     root = scratch / task.task_id
+    t0 = time.perf_counter()
     trees: dict[Variant, Path] = {}
     for v in (Variant.BASE, Variant.GOLD) + ((Variant.PREDICTION,) if prediction else ()):
         trees[v] = prepare(
             task, tdir, store, root / str(v), v, prediction if v is Variant.PREDICTION else None
         )
+    prepared = round(time.perf_counter() - t0, 2)
     try:
         result = measure(task, workload, trees, settings, root, environment)
     finally:
         for t in trees.values():
             shutil.rmtree(t, ignore_errors=True)
-    return result
+    return replace(result, seconds={"prepare": prepared, **result.seconds})

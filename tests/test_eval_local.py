@@ -298,3 +298,21 @@ def test_a_slim_bundle_holds_the_test_files_the_task_runs(tmp_path: Path) -> Non
     assert eval_main(argv) == 0
     files = Repo(out).list_tree(f"refs/bases/{task.base_commit}")
     assert "checks/test_more.py" in files and "pkg/ops.py" in files
+
+
+def test_a_run_keeps_autotuning_results_in_its_own_triton_cache(task_env, tmp_path: Path) -> None:
+    """Runs of one task share compiled kernels and autotuning results (Triton keys both by the
+    kernel's source); the sandbox lets the switch through; the caller's values come last."""
+    from eval.backends import _cache, run_env
+    from eval.sandbox import run_environment
+
+    _repo, _work, tasks = task_env
+    task = only_task(tasks).load_task()
+    settings = RunSettings(cache_root=tmp_path / "tc", extra_env={"TRITON_INTERPRET": "1"})
+    cache = _cache(settings, task, Variant.PREDICTION)
+    env = run_env(task, settings, cache, {"TRITON_CACHE_AUTOTUNING": "0"})
+    assert env["TRITON_CACHE_DIR"] == str(cache) and env["TRITON_INTERPRET"] == "1"
+    assert env["TRITON_CACHE_AUTOTUNING"] == "0"
+    env = run_env(task, settings, cache)
+    assert env["TRITON_CACHE_AUTOTUNING"] == "1"
+    assert run_environment(env)["TRITON_CACHE_AUTOTUNING"] == "1"

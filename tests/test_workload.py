@@ -557,6 +557,9 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
         assert c.base is not None and c.gold is not None and c.base.reps >= 6
         assert c.base_matches is True  # w * x == x * w
     assert result.base_total_ms and result.gold_total_ms and result.speedup
+    # where the time went: each harness process, the trees, the comparison
+    assert set(result.seconds) == {"prepare", "base-0", "gold-0", "gold-1", "base-1", "compare"}
+    assert all(s >= 0 for s in result.seconds.values()) and result.seconds["base-0"] > 0
     # the harness saw which Triton kernels each size launched: the wrapper and the bare kernel
     # both reach the target
     assert [c.gold_launched for c in result.calls] == [("rowscale_kernel",)] * 2
