@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -355,8 +357,14 @@ def cmd_workload(args: argparse.Namespace) -> int:
     return run_workload_command(args)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # a TERM (`timeout`'s default) ends the command as Ctrl-C does
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         commands = {
             "reference": cmd_reference,
@@ -370,6 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     except (EvalError, CoreError, CurationError, MiningError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # the runs under way were killed (eval.sandbox.interrupt_runs); what finished is written
+        print(f"interrupted: {args.cmd} stopped; what finished is kept, run it again to resume",
+              file=sys.stderr)  # fmt: skip
+        return 130
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import os
 import re
 import secrets
 import socket
-import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -37,7 +36,7 @@ from eval.sandbox import (
     SandboxPolicy,
     run_environment,
     spawn,
-    stop,
+    wait_run,
 )
 from eval.verdict import KEY_BYTES, PipeReader, Verdict
 from eval.verdict_plugin.tpb_verdict import SITE_ENV
@@ -171,11 +170,7 @@ def run_pytest(
             os.close(write_fd)
             os.close(key_read)
             write_fd = key_read = -1
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                stop(proc)
+            timed_out = wait_run(proc, timeout_s)
     finally:
         for fd in (write_fd, key_read):
             if fd >= 0:

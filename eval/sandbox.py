@@ -37,8 +37,9 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -384,16 +385,21 @@ def spawn(
         argv = command(inner, mounts, policy, env, timeout_s=timeout_s)
         run_env = sandbox_home(dict(env))
     log.debug("spawning %s", " ".join(argv))
-    return subprocess.Popen(
-        argv,
-        cwd=mounts.workdir,
-        env=run_env,
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=subprocess.STDOUT if stdout is not None else None,
-        pass_fds=tuple(pass_fds),
-        start_new_session=True,
-    )
+    with _LIVE_LOCK:
+        if _INTERRUPTED.is_set():
+            raise Interrupted("interrupted: no run starts any more")
+        proc = subprocess.Popen(
+            argv,
+            cwd=mounts.workdir,
+            env=run_env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT if stdout is not None else None,
+            pass_fds=tuple(pass_fds),
+            start_new_session=True,
+        )
+        _LIVE.add(proc)
+    return proc
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:
@@ -401,6 +407,67 @@ def stop(proc: subprocess.Popen[Any]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The command was interrupted (Ctrl-C, or the INT or TERM a time limit sends): no run
+    starts any more and the runs under way were killed. A KeyboardInterrupt, so that no
+    `except Exception` that turns one task's failure into a result can record it: an
+    interrupted run is no verdict."""
+
+
+# Every run is started in its own session (so that `stop` can kill its group): an interrupt
+# reaches none of them. The processes alive now, to stop them all when the command is
+# interrupted; once it is, `spawn` refuses to start another.
+_LIVE: set[subprocess.Popen[Any]] = set()
+_LIVE_LOCK = threading.Lock()
+_INTERRUPTED = threading.Event()
+
+
+def wait_run(proc: subprocess.Popen[Any], timeout_s: float) -> bool:
+    """Wait for a run started by `spawn`; True when it was killed at `timeout_s`. Raises
+    `Interrupted` when the command was interrupted meanwhile (the run was killed: its exit is
+    no result), and kills the run when the interrupt reaches this thread itself."""
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    except KeyboardInterrupt:
+        stop(proc)
+        raise
+    if timed_out:
+        stop(proc)
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+    if _INTERRUPTED.is_set():
+        raise Interrupted("interrupted: the run was stopped")
+    return timed_out
+
+
+def interrupt_runs() -> int:
+    """Stop every run under way and refuse new ones (the command was interrupted); how many
+    were killed."""
+    _INTERRUPTED.set()
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        stop(proc)
+    return len(live)
+
+
+@contextlib.contextmanager
+def stopping_runs_on_interrupt() -> Iterator[None]:
+    """Inside a thread pool's `with`: an interrupt kills the runs of every worker before the
+    pool waits for its threads (they were waiting on runs no signal reaches)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        n = interrupt_runs()
+        log.warning("interrupted: %d run(s) under way stopped", n)
+        raise
 
 
 @dataclass(frozen=True)
@@ -456,11 +523,7 @@ def run_script(
     timed_out = False
     with logfile.open("wb") as fh:
         proc = spawn([python, str(script)], mounts, policy, env, timeout_s=timeout_s, stdout=fh)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            stop(proc)
+        timed_out = wait_run(proc, timeout_s)
     wall = time.perf_counter() - t0
     text = logfile.read_text(errors="replace")
     logfile.unlink(missing_ok=True)

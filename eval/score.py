@@ -53,6 +53,7 @@ from eval.model import OUT_OF_MEMORY, FailureClass, Reference, RunResult, Varian
 from eval.perf_scores import PerfScore, perf_score
 from eval.perf_scores import efficiency as perf_efficiency
 from eval.perf_scores import summarize as summarize_perf
+from eval.sandbox import stopping_runs_on_interrupt
 from eval.source_scan import added_lines, forbidden
 from eval.workload_model import WorkloadResult
 
@@ -419,7 +420,7 @@ def _score_locked(
                 progress()
         return s
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, stopping_runs_on_interrupt():
         scores = list(pool.map(one, tdirs))
     if jobs > 1:  # a prediction that ran out of GPU memory beside others is scored again alone
         for i, tdir in enumerate(tdirs):

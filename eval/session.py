@@ -149,6 +149,7 @@ def run_references(
     from functools import partial
 
     from eval.reference import SelectionCaps, run_reference
+    from eval.sandbox import stopping_runs_on_interrupt
 
     gpus = gpus_here()
     caps = SelectionCaps(args.select_per_test, args.select_max, args.max_node_ids,
@@ -169,7 +170,8 @@ def run_references(
         # Tasks run side by side (each run is its own pytest process); the runs of one task
         # stay in order so base and gold alternate. Tasks are started in the order given, and
         # none after the deadline.
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
+        with pool, stopping_runs_on_interrupt():
             running: dict[Future[Reference | None], TaskDir] = {}
             while queue or running:
                 while queue and len(running) < max(1, args.jobs):

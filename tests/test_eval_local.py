@@ -316,3 +316,62 @@ def test_a_run_keeps_autotuning_results_in_its_own_triton_cache(task_env, tmp_pa
     env = run_env(task, settings, cache)
     assert env["TRITON_CACHE_AUTOTUNING"] == "1"
     assert run_environment(env)["TRITON_CACHE_AUTOTUNING"] == "1"
+
+
+def _processes_naming(text: str, but: int) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == but:
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline and "pytest" in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_reference_run_stops_its_tests_and_records_no_verdict(
+    tmp_path: Path, sig: str
+) -> None:
+    """A time limit's INT (or `timeout`'s default TERM) reached the command on the H200 while
+    six tasks' pytest processes ran in their own sessions: the command waited for them until it
+    was killed, and they ran on. Now the runs are killed at once, the interrupted task gets no
+    reference (its killed runs are no verdict), and the command says how to resume."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _repo, work, tasks = make_task_env(tmp_path / "env", extra={"tests/test_zz.py": SLOW_TEST})
+    tdir = only_task(tasks)
+    argv = [sys.executable, "-m", "eval", "reference", "--tasks", str(tasks), "--work", str(work),
+            "--runs", "1", "--out", str(tmp_path / "runs"), "--no-isolated-timing",
+            "--timeout", "300", "--select-timeout", "300", "--jobs", "2",
+            "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    try:
+        end = time.monotonic() + 120
+        while not _processes_naming(str(tmp_path), proc.pid):
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < end, "no test run started"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)
+        assert time.monotonic() - t0 < 30
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted: reference stopped" in err and "Traceback" not in err, err
+    assert not (tdir.root / "reference.json").exists()
+    assert tdir.load_task().verification.checked_at is None
+    time.sleep(0.5)
+    assert _processes_naming(str(tmp_path), proc.pid) == []
