@@ -102,6 +102,27 @@ def out_of_memory(nodeid: str, runs: Sequence[RunResult]) -> bool:
     return False
 
 
+def _versions(packages: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for p in packages:
+        name, _, version = p.partition("==")
+        out[name.strip().lower().replace("_", "-")] = version.strip()
+    return out
+
+
+def package_gap(pins: Sequence[str], recorded: Sequence[str], here: Sequence[str]) -> str | None:
+    """The task's pinned packages (`name==version`) whose version in the package set `here`
+    (the interpreter a run would use) differs from the one the reference ran on (`recorded`):
+    runs on two package sets never meet in one verdict or score. None when they agree, or when
+    the reference recorded no package set."""
+    if not recorded:
+        return None
+    was, now = _versions(recorded), _versions(here)
+    pinned = [name for name in sorted(_versions(pins)) if name in was]
+    gaps = [f"{n} {was[n]} (here {now.get(n, 'missing')})" for n in pinned if now.get(n) != was[n]]
+    return ", ".join(gaps) or None
+
+
 def environment_label(env: Environment) -> str:
     return f"{env.gpu}; torch {env.torch}; triton {env.triton}; packages {env.packages_sha[:12]}"
 

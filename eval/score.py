@@ -49,6 +49,8 @@ from core.records import from_json, to_json
 from curation.model import Task, TaskType
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
+from eval.errors import EvalError
+from eval.gate import package_gap
 from eval.model import OUT_OF_MEMORY, FailureClass, Reference, RunResult, Variant
 from eval.perf_scores import PerfScore, perf_score
 from eval.perf_scores import efficiency as perf_efficiency
@@ -192,6 +194,13 @@ def score_task(
     if pred is None:
         return TaskScore(task.task_id, False, False, False, False, "no_prediction", (), None, None,
                          None, ref.base.e2e_s if ref else None, None, None)  # fmt: skip
+    gap = _package_gap(tdir, backend, ref)
+    if gap:
+        raise EvalError(
+            f"the reference ran on other package versions than this run would: {gap}; "
+            "score it on the task's wheelhouse (--wheelhouse)",
+            task_id=task.task_id,
+        )
     prediction = dict(pred)
     variant = Variant.PREDICTION
     if pred.get("from") == "gold":
@@ -296,6 +305,29 @@ def _gain_note(perf: PerfScore, t_base: float | None, t_gold: float | None) -> s
     gold = f"{t_base / t_gold:.2f}x" if t_base and t_gold else "unknown"
     mine = f"{perf.speedup:.2f}x" if perf.speedup else "unknown"
     return f"speed-up over the base {mine} is under half of the gold's gain ({gold})"
+
+
+_PACKAGE_SETS: dict[str, tuple[str, ...]] = {}
+_PACKAGE_SETS_LOCK = threading.Lock()
+
+
+def _package_gap(tdir: TaskDir, backend: Backend, ref: Reference | None) -> str | None:
+    """`eval.gate.package_gap` for the interpreter `backend` runs this task's tests on (a
+    task without pins, or a backend that does not say, is not checked)."""
+    from envbuild.model import EnvSpec
+    from envbuild.wheelhouse import package_pins
+    from eval.reference import package_set
+
+    interpreter = getattr(backend, "interpreter", None)
+    spec = tdir.load(TaskFile.ENV, EnvSpec)
+    if ref is None or interpreter is None or spec is None or not package_pins(spec):
+        return None
+    python = interpreter(tdir)[0]
+    with _PACKAGE_SETS_LOCK:
+        if python not in _PACKAGE_SETS:
+            _PACKAGE_SETS[python] = package_set(python)
+        here = _PACKAGE_SETS[python]
+    return package_gap(package_pins(spec), ref.environment.packages, here)
 
 
 def infra_failure(task_id: str, has_prediction: bool, exc: BaseException) -> TaskScore:

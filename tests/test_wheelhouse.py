@@ -138,3 +138,48 @@ def _ids(tmp_path: Path, *ids: str) -> Path:
     path = tmp_path / "ids.txt"
     path.write_text("\n".join(ids) + "\n")
     return path
+
+
+def test_a_score_never_mixes_the_package_sets_of_reference_and_prediction(tmp_path: Path) -> None:
+    """Liger-Kernel #262 and #320 were verified on their transformers 4.44.2 / 4.46.2
+    wheelhouses; scored on the H200 without them, the gold as a prediction read as "infra,
+    unreported_tests" (their tests no longer imported). The score now refuses such a task up
+    front and says which pin differs and how to give it."""
+    from eval.gate import package_gap
+
+    assert package_gap(["a==1"], ["A==1", "b==2"], ["a==1", "b==3"]) is None  # b is not pinned
+    assert package_gap(["a==1"], ["a==1"], ["b==2"]) == "a 1 (here missing)"
+    assert package_gap(["a_b==1"], ["A-B==1"], ["a-b==2"]) == "a-b 1 (here 2)"
+    assert package_gap(["a==1"], [], ["a==2"]) is None  # no package set recorded: not checked
+    test_pin = (
+        "import torch\nimport tpbdep\n\nfrom pkg.ops import add\n\n\n"
+        "def test_pinned():\n    assert tpbdep.VERSION == '1.0'\n"
+        "    x = torch.ones(8)\n    assert add(x, x).shape == x.shape\n"
+    )
+    repo, work, tasks = make_task_env(tmp_path, {"tests/test_pinned.py": test_pin})
+    [tdir] = task_dirs(tasks)
+    write_record(tdir.path(TaskFile.ENV), spec(tdir.id, {"tpbdep": "1.0"}))
+    wheels = tmp_path / "wheels"
+    house = wheels / env_key(["tpbdep==1.0"])
+    house.mkdir(parents=True)
+    wheel = build_wheel(tmp_path, "tpbdep", "1.0")
+    wheel.rename(house / wheel.name)
+    (house / "requirements.txt").write_text("tpbdep==1.0\n")
+    common = ["--tasks", str(tasks), "--work", str(work), "--no-isolated-timing",
+              "--timeout", "120", "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
+    assert eval_main(["reference", *common, "--runs", "1", "--out", str(tmp_path / "runs"),
+                      "--wheelhouse", str(wheels)]) == 0  # fmt: skip
+    preds = tmp_path / "gold.jsonl"
+    assert eval_main(["oracle", "--tasks", str(tasks), "--repo-path", f"fw={repo}",
+                      "--from", "gold", "--out", str(preds)]) == 0  # fmt: skip
+
+    def score(out: str, *extra: str) -> dict:
+        eval_main(["score", str(preds), *common, "--out", str(tmp_path / out), *extra])
+        return json.loads((tmp_path / out / "report.json").read_text())["tasks"][0]
+
+    row = score("plain")
+    assert (row["failure"], row["passed"]) == ("infra", False)
+    assert "tpbdep 1.0 (here missing)" in row["detail"] and "--wheelhouse" in row["detail"]
+    assert not (tmp_path / "plain" / tdir.id).exists()  # refused before any run
+    row = score("pinned", "--wheelhouse", str(wheels))
+    assert row["passed"], row
