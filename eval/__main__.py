@@ -166,6 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument("--force", action="store_true", help="replan and remeasure done tasks")
     wl.add_argument("--rounds", type=int, default=2, help="alternating rounds (kernel time)")
     wl.add_argument(
+        "--memcheck", action="store_true",
+        help="also run the gold's smallest call once under compute-sanitizer memcheck (its "
+        "verdict goes into workload_result.json)",
+    )  # fmt: skip
+    wl.add_argument(
         "--predictions", type=Path,
         help="also time these predictions (only the tasks that have one are timed); results "
         "go to OUT/<task_id>/workload_result.json, which `eval score --out OUT` reads",

@@ -505,12 +505,14 @@ def run_script(
     readonly: Sequence[Path] = (),
     writable: Sequence[Path] = (),
     sandboxed: bool = True,
+    prefix: Sequence[str] = (),
 ) -> ScriptRun:
     """Run the Python `script` in the sandbox with `workdir` as its writable working directory
     and read back `workdir/output` (the workload check's entry point: the script loads the
     prediction from the tree, runs it on the task's inputs and writes its outputs there).
     `readonly` and `writable`: more host paths to show (inputs, a Triton cache).
-    `sandboxed=False` runs it directly (trusted base and gold code only, as `--no-sandbox`)."""
+    `sandboxed=False` runs it directly (trusted base and gold code only, as `--no-sandbox`).
+    `prefix`: a command the interpreter runs under (compute-sanitizer)."""
     policy = (policy or SandboxPolicy()) if sandboxed else None
     out = workdir / output
     out.unlink(missing_ok=True)
@@ -522,7 +524,8 @@ def run_script(
     t0 = time.perf_counter()
     timed_out = False
     with logfile.open("wb") as fh:
-        proc = spawn([python, str(script)], mounts, policy, env, timeout_s=timeout_s, stdout=fh)
+        argv = [*prefix, python, str(script)]
+        proc = spawn(argv, mounts, policy, env, timeout_s=timeout_s, stdout=fh)
         timed_out = wait_run(proc, timeout_s)
     wall = time.perf_counter() - t0
     text = logfile.read_text(errors="replace")

@@ -174,6 +174,7 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
         timeout_s=args.timeout,
         trusted_unsandboxed=args.no_sandbox,
         triton_cache=args.triton_cache,
+        memcheck=args.memcheck,
     )
     end = time.monotonic() + args.deadline if args.deadline else None
     done = failed = 0
@@ -216,6 +217,7 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
                 f"speedup {result.speedup} ({sum(result.seconds.values()):.0f} s: "
                 + ", ".join(f"{k} {v:.0f}" for k, v in result.seconds.items())
                 + ")"
+                + (f"; memcheck: {result.memcheck}" if result.memcheck else "")
             )
             if not preds:
                 line += _record_verdict(tdir, task, result)

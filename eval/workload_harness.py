@@ -18,8 +18,9 @@ include the inputs' gradients; BACKWARD calls run the forward once per input set
 its graph and time the backward alone (outputs as FULL, from a fresh forward). `kernel_time`
 times each call with `eval.timing.bench_times` (warm-up, L2 flushed, >= `rep_ms` of work);
 `cold_wall_time` times each call once from a process whose Triton cache the caller emptied,
-compilation and autotuning included. Without CUDA (tests, TRITON_INTERPRET=1) the job must
-say `cpu_ok` and times are host wall times.
+compilation and autotuning included. A `check_only` job runs each call once, untimed, for a
+checker the caller runs the harness under (compute-sanitizer memcheck). Without CUDA (tests,
+TRITON_INTERPRET=1) the job must say `cpu_ok` and times are host wall times.
 """
 
 from __future__ import annotations
@@ -232,6 +233,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         return {"error": "no CUDA device: workload timing needs a GPU"}
     device = torch.device("cuda" if cuda else "cpu")
     out_dir = Path(job.get("outputs_dir") or ".")
+    check_only = bool(job.get("check_only"))
     results = []
     for i, spec in enumerate(job["calls"]):
         row: dict[str, Any] = {"label": spec["label"]}
@@ -244,9 +246,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 spec,
                 int(job.get("seed", 0)) + i,
                 device,
-                1 if big or job["metric"] == "cold_wall_time" else 2,
+                1 if big or check_only or job["metric"] == "cold_wall_time" else 2,
             )
-            if job.get("save_outputs") and job["metric"] != "cold_wall_time":
+            if job.get("save_outputs") and job["metric"] != "cold_wall_time" and not check_only:
                 # before any timing: a kernel that accumulates into its arguments would give
                 # outputs that depend on how many repetitions ran
                 with LaunchLog(launch_capture.launching_classes()) as launched:
@@ -254,7 +256,14 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 row["launched"] = sorted(launched.names)
                 torch.save(saved, out_dir / f"outputs-{i}.pt")
                 row["outputs"] = f"outputs-{i}.pt"
-            if job["metric"] == "cold_wall_time":
+            if check_only:
+                # one call, untimed, nothing saved: the run a checker (compute-sanitizer
+                # memcheck) watches
+                call(0)
+                if cuda:
+                    torch.cuda.synchronize()
+                row["ran"] = True
+            elif job["metric"] == "cold_wall_time":
                 if cuda:
                     torch.cuda.synchronize()
                 t0 = time.perf_counter()

@@ -154,4 +154,7 @@ class WorkloadResult:
     # where the measurement's time went: "<variant>-<round>" per harness process (import,
     # compilation, autotuning, saving outputs, timing), "prepare" (the trees), "compare"
     seconds: dict[str, float] = field(default_factory=dict)
+    # compute-sanitizer memcheck of the gold's first (smallest) call (`--memcheck`): "clean on
+    # small", "<n> errors on small: <first finding>", "not run: <why>"; "" when not asked
+    memcheck: str = ""
     schema_version: int = WORKLOAD_SCHEMA_VERSION

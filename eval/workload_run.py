@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -59,6 +61,8 @@ class MeasureSettings:
     triton_cache: Path | None = None  # a warm cache for kernel_time (cold runs use their own)
     cpu_ok: bool = False  # tests: time on the host (TRITON_INTERPRET=1)
     python: str | None = None
+    memcheck: bool = False  # also run the gold once on the smallest size under memcheck
+    sanitizer: str | None = None  # the compute-sanitizer to use (default: found on the host)
 
 
 class GitTreeView:
@@ -101,6 +105,7 @@ def _job(
     syspath = [str(tree)] + ([str(tree / "src")] if (tree / "src").is_dir() else [])
     return {
         "calls": [to_json(c) for c in workload.calls],
+        "check_only": False,
         "metric": str(metric),
         "seed": SEED,
         "syspath": syspath,
@@ -119,11 +124,15 @@ def _run_once(
     trusted: bool,
     cache: Path,
     save: bool = True,
+    prefix: Sequence[str] = (),
 ) -> tuple[dict[str, Any], ScriptRun]:
     """One harness process on `tree`; `save`: it also writes each call's outputs (and the
     kernels each call launched) for the comparison, which only a variant's first run needs
-    (a large call's outputs and gradients are gigabytes to copy and write)."""
+    (a large call's outputs and gradients are gigabytes to copy and write). With `prefix` (a
+    checker's command) the process runs only the first call, once, untimed, under it."""
     job = _job(workload, tree, workload.metric, settings, save)
+    if prefix:
+        job = {**job, "calls": job["calls"][:1], "check_only": True, "save_outputs": False}
     (tree / JOB).write_text(json.dumps(job))
     # warm rounds reuse the first round's autotuning as they reuse its compiled kernels (Triton
     # keys both by the kernel's source); a cold round compiles and autotunes as a user's first
@@ -143,6 +152,7 @@ def _run_once(
         extra_env=env,
         writable=(cache,),
         sandboxed=sandboxed,
+        prefix=prefix,
     )
     if run.output is None:
         tail = run.log.strip().splitlines()[-1:] or ["no output"]
@@ -298,6 +308,58 @@ def summarize_result(
     )
 
 
+MEMCHECK_EXIT = 86  # compute-sanitizer's exit status when it found errors (--error-exitcode)
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
+_FINDING = re.compile(r"^=+ (?!COMPUTE-SANITIZER|ERROR SUMMARY)(\S.*)$", re.M)
+
+
+def find_sanitizer() -> str | None:
+    """compute-sanitizer on PATH, or in the CUDA toolkit ($CUDA_HOME, /usr/local/cuda)."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (Path(root) / "bin" / "compute-sanitizer").is_file():
+            return str(Path(root) / "bin" / "compute-sanitizer")
+    return None
+
+
+def memcheck_verdict(run: ScriptRun, result: Mapping[str, Any], label: str) -> str:
+    """What compute-sanitizer memcheck said about one run of the gold at size `label`:
+    "clean on <size>", "<n> errors on <size>: <first finding>", or why it did not tell."""
+    if run.timed_out:
+        return f"not run: timed out on {label}"
+    summary = _SUMMARY.search(run.log)
+    if summary is None:
+        tail = run.log.strip().splitlines()[-1:] or ["no output"]
+        return f"not run: no memcheck summary (exit {run.exit_code}: {tail[0][:200]})"
+    errors = int(summary.group(1))
+    if errors:
+        first = _FINDING.search(run.log)
+        return f"{errors} errors on {label}: {first.group(1).strip()[:200] if first else '?'}"
+    if "error" in result:
+        return f"not run: the harness failed on {label}: {result['error']}"
+    rows = result.get("calls") or [{}]
+    if rows[0].get("error"):
+        return f"not run: the call failed on {label}: {rows[0]['error']}"
+    return f"clean on {label}"
+
+
+def memcheck(
+    workload: Workload, tree: Path, settings: MeasureSettings, cache: Path, trusted: bool = True
+) -> str:
+    """Run the first (smallest) call of `workload` once on `tree` under compute-sanitizer
+    memcheck (an out-of-bounds or misaligned access of a kernel on the workload's inputs)."""
+    sanitizer = settings.sanitizer or find_sanitizer()
+    if sanitizer is None:
+        return "not run: compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
+    prefix = [sanitizer, "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT),
+              "--print-limit", "5"]  # fmt: skip
+    label = workload.calls[0].label
+    result, run = _run_once(tree, workload, settings, trusted, cache, save=False, prefix=prefix)
+    return memcheck_verdict(run, result, label)
+
+
 def measure_task(
     task: Task,
     tdir: TaskDir,
@@ -327,6 +389,12 @@ def measure_task(
     prepared = round(time.perf_counter() - t0, 2)
     try:
         result = measure(task, workload, trees, settings, root, environment)
+        if settings.memcheck:
+            t1 = time.perf_counter()
+            cache = (settings.triton_cache or root / "triton-cache") / str(Variant.GOLD)
+            verdict = memcheck(workload, trees[Variant.GOLD], settings, cache)
+            seconds = {**result.seconds, "memcheck": round(time.perf_counter() - t1, 2)}
+            result = replace(result, memcheck=verdict, seconds=seconds)
     finally:
         for t in trees.values():
             shutil.rmtree(t, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -735,3 +736,96 @@ def test_the_gate_judges_the_total_and_names_a_size_where_the_gold_is_slower() -
         [CallResult(SizeLabel.SMALL, _t(1.0, 0.15), _t(0.85, 0.15), base_matches=True)],
     )
     assert not noisy.separated and "spreads overlap" in workload_verdict(noisy)[1]
+
+
+SANITIZER_LOG_CLEAN = """========= COMPUTE-SANITIZER
+harness output
+========= ERROR SUMMARY: 0 errors
+"""
+SANITIZER_LOG_ERRORS = """========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at rowscale_kernel+0x1d0
+=========     by thread (31,0,0) in block (63,0,0)
+=========     Address 0x7f3a00002000 is out of bounds
+========= ERROR SUMMARY: 2 errors
+"""
+
+
+def test_memcheck_verdicts_read_the_sanitizer_summary() -> None:
+    from eval.sandbox import ScriptRun
+    from eval.workload_run import memcheck_verdict
+
+    ok = {"calls": [{"label": "small", "ran": True}]}
+    run = ScriptRun(0, False, 1.0, b"", SANITIZER_LOG_CLEAN)
+    assert memcheck_verdict(run, ok, "small") == "clean on small"
+    run = ScriptRun(86, False, 1.0, b"", SANITIZER_LOG_ERRORS)
+    assert memcheck_verdict(run, ok, "small") == (
+        "2 errors on small: Invalid __global__ read of size 4 bytes"
+    )
+    # no summary: the sanitizer itself failed (no GPU, no permission); a timeout says so
+    run = ScriptRun(1, False, 1.0, None, "Error: Target application terminated before first "
+                    "instrumented API call")  # fmt: skip
+    assert memcheck_verdict(run, {"error": "x"}, "small").startswith("not run: no memcheck summary")
+    assert memcheck_verdict(ScriptRun(None, True, 9.0, None, ""), {}, "small") == (
+        "not run: timed out on small"
+    )
+    # a clean summary over a call that failed checked nothing
+    failed = {"calls": [{"label": "small", "error": "RuntimeError: boom"}]}
+    run = ScriptRun(0, False, 1.0, b"", SANITIZER_LOG_CLEAN)
+    assert memcheck_verdict(run, failed, "small") == (
+        "not run: the call failed on small: RuntimeError: boom"
+    )
+
+
+def _stand_in_sanitizer(path: Path, log: str, status: int) -> Path:
+    """An executable that takes compute-sanitizer's arguments, runs the command after them and
+    prints `log` (the real tool needs a GPU; tests/test_workload.py's GPU test runs it)."""
+    path.write_text(
+        "#!/bin/sh\n"
+        'while [ "$1" != "${1#-}" ]; do shift; shift; done\n'
+        '"$@"\nrc=$?\n'
+        f"printf '%s' {shlex.quote(log)}\n"
+        f"[ $rc -ne 0 ] && exit $rc\nexit {status}\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def test_memcheck_runs_the_golds_smallest_call_once_under_the_sanitizer(tmp_path: Path) -> None:
+    from eval.workload_run import MeasureSettings, measure_task
+
+    repo, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    tdir.store(TaskFile.WORKLOAD, _rowscale_workload(task.task_id))
+    store = SourceStore(GitRepo(repo.path))
+    seen = tmp_path / "seen.json"
+    sanitizer = _stand_in_sanitizer(tmp_path / "cs", SANITIZER_LOG_CLEAN, 0)
+    settings = MeasureSettings(rounds=1, cpu_ok=True, trusted_unsandboxed=True, timeout_s=300,
+                               memcheck=True, sanitizer=str(sanitizer))  # fmt: skip
+    result = measure_task(task, tdir, store, tmp_path / "s1", settings)
+    assert result.memcheck == "clean on small"
+    assert "memcheck" in result.seconds and result.base_total_ms
+    # the checked process ran the first call only, once, untimed
+    sanitizer.write_text(sanitizer.read_text().replace(
+        '"$@"\n', f'cp .tpb_workload_job.json {seen}\n"$@"\n'))  # fmt: skip
+    measure_task(task, tdir, store, tmp_path / "s2", settings)
+    job = json.loads(seen.read_text())
+    assert job["check_only"] and not job["save_outputs"] and len(job["calls"]) == 1
+    bad = _stand_in_sanitizer(tmp_path / "cs2", SANITIZER_LOG_ERRORS, 86)
+    result = measure_task(task, tdir, store, tmp_path / "s3", replace(settings, sanitizer=str(bad)))
+    assert result.memcheck.startswith("2 errors on small: Invalid __global__ read")
+
+
+@pytest.mark.gpu
+def test_memcheck_on_the_gpu(tmp_path: Path) -> None:
+    from eval.timing import cuda_available
+    from eval.workload_run import MeasureSettings, find_sanitizer, measure_task
+
+    if not cuda_available() or find_sanitizer() is None:
+        pytest.skip("needs CUDA and compute-sanitizer")
+    repo, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    tdir.store(TaskFile.WORKLOAD, _rowscale_workload(task.task_id))
+    settings = MeasureSettings(rounds=1, trusted_unsandboxed=True, timeout_s=300, memcheck=True)
+    result = measure_task(task, tdir, SourceStore(GitRepo(repo.path)), tmp_path / "s", settings)
+    assert result.memcheck == "clean on small", result.memcheck
