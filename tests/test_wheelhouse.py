@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.files import write_record
-from curation.taskdir import TaskFile, task_dirs
+from curation.taskdir import TaskDir, TaskFile, task_dirs
 from envbuild.model import EnvSpec, Layer, LayerKind, Pin, PinSource
 from envbuild.wheelhouse import env_key, package_pins, prepare_venv, read_host, trim
 from eval.__main__ import main as eval_main
@@ -79,13 +79,17 @@ def test_pins_key_and_trim_keep_only_what_the_host_lacks(tmp_path: Path) -> None
     assert trim(house2, ["tpbdep==1.0"], read_host(host_file)) == []  # 2.5 does not fit
 
 
-def test_a_task_runs_on_its_pinned_packages_and_records_them(tmp_path: Path) -> None:
-    test_pin = (
-        "import torch\nimport tpbdep\n\nfrom pkg.ops import add\n\n\n"
-        "def test_pinned():\n    assert tpbdep.VERSION == '1.0'\n"
-        "    x = torch.ones(8)\n    assert add(x, x).shape == x.shape\n"
-    )
-    _repo, work, tasks = make_task_env(tmp_path, {"tests/test_pinned.py": test_pin})
+PINNED_TEST = (
+    "import torch\nimport tpbdep\n\nfrom pkg.ops import add\n\n\n"
+    "def test_pinned():\n    assert tpbdep.VERSION == '1.0'\n"
+    "    x = torch.ones(8)\n    assert add(x, x).shape == x.shape\n"
+)
+
+
+def pinned_task(tmp_path: Path) -> tuple[Path, Path, Path, TaskDir, Path]:
+    """(repository, work, tasks, the task, wheels) of a tiny task whose test imports `tpbdep`,
+    pinned at 1.0 in its env.json, with that pin's wheelhouse under `wheels`."""
+    repo, work, tasks = make_task_env(tmp_path, {"tests/test_pinned.py": PINNED_TEST})
     [tdir] = task_dirs(tasks)
     write_record(tdir.path(TaskFile.ENV), spec(tdir.id, {"tpbdep": "1.0"}))
     wheels = tmp_path / "wheels"
@@ -94,6 +98,12 @@ def test_a_task_runs_on_its_pinned_packages_and_records_them(tmp_path: Path) -> 
     wheel = build_wheel(tmp_path, "tpbdep", "1.0")
     wheel.rename(house / wheel.name)
     (house / "requirements.txt").write_text("tpbdep==1.0\n")
+    return repo, work, tasks, tdir, wheels
+
+
+def test_a_task_runs_on_its_pinned_packages_and_records_them(tmp_path: Path) -> None:
+    _repo, work, tasks, tdir, wheels = pinned_task(tmp_path)
+    house = wheels / env_key(["tpbdep==1.0"])
     python = prepare_venv(house, tmp_path / "venvs")
     out = subprocess.run([str(python), "-c", "import tpbdep, torch; print(tpbdep.VERSION)"],
                          capture_output=True, text=True, check=True)  # fmt: skip
@@ -151,20 +161,7 @@ def test_a_score_never_mixes_the_package_sets_of_reference_and_prediction(tmp_pa
     assert package_gap(["a==1"], ["a==1"], ["b==2"]) == "a 1 (here missing)"
     assert package_gap(["a_b==1"], ["A-B==1"], ["a-b==2"]) == "a-b 1 (here 2)"
     assert package_gap(["a==1"], [], ["a==2"]) is None  # no package set recorded: not checked
-    test_pin = (
-        "import torch\nimport tpbdep\n\nfrom pkg.ops import add\n\n\n"
-        "def test_pinned():\n    assert tpbdep.VERSION == '1.0'\n"
-        "    x = torch.ones(8)\n    assert add(x, x).shape == x.shape\n"
-    )
-    repo, work, tasks = make_task_env(tmp_path, {"tests/test_pinned.py": test_pin})
-    [tdir] = task_dirs(tasks)
-    write_record(tdir.path(TaskFile.ENV), spec(tdir.id, {"tpbdep": "1.0"}))
-    wheels = tmp_path / "wheels"
-    house = wheels / env_key(["tpbdep==1.0"])
-    house.mkdir(parents=True)
-    wheel = build_wheel(tmp_path, "tpbdep", "1.0")
-    wheel.rename(house / wheel.name)
-    (house / "requirements.txt").write_text("tpbdep==1.0\n")
+    repo, work, tasks, tdir, wheels = pinned_task(tmp_path)
     common = ["--tasks", str(tasks), "--work", str(work), "--no-isolated-timing",
               "--timeout", "120", "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
     assert eval_main(["reference", *common, "--runs", "1", "--out", str(tmp_path / "runs"),
