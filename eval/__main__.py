@@ -367,9 +367,12 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from eval.sandbox import accept_runs
+
     args = build_parser().parse_args(argv)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
+    accept_runs()  # an earlier command of this process may have been interrupted
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         commands = {
             "reference": cmd_reference,
@@ -388,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted: {args.cmd} stopped; what finished is kept, run it again to resume",
               file=sys.stderr)  # fmt: skip
         return 130
+    finally:
+        if on_main:  # a caller's own handler (main called in-process) comes back
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

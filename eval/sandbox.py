@@ -447,6 +447,11 @@ def wait_run(proc: subprocess.Popen[Any], timeout_s: float) -> bool:
     return timed_out
 
 
+def accept_runs() -> None:
+    """Runs may start again (a new command in a process whose earlier one was interrupted)."""
+    _INTERRUPTED.clear()
+
+
 def interrupt_runs() -> int:
     """Stop every run under way and refuse new ones (the command was interrupted); how many
     were killed."""

@@ -375,3 +375,28 @@ def test_an_interrupted_reference_run_stops_its_tests_and_records_no_verdict(
     assert tdir.load_task().verification.checked_at is None
     time.sleep(0.5)
     assert _processes_naming(str(tmp_path), proc.pid) == []
+
+
+def test_a_command_after_an_interrupted_one_runs_again(task_env, tmp_path: Path) -> None:
+    """eval's commands called in-process (as here): an interrupt refuses new runs only until
+    the next command starts, and a command leaves the caller's TERM handler as it found it."""
+    import signal
+
+    from eval.sandbox import Interrupted, interrupt_runs, run_script
+
+    _repo, _work, tasks = task_env
+    script = tmp_path / "job.py"
+    script.write_text("open('out.txt', 'w').write('ok')\n")
+    work = tmp_path / "w"
+    work.mkdir()
+
+    def run() -> bytes | None:
+        return run_script(script, work, "out.txt", timeout_s=60, sandboxed=False).output
+
+    interrupt_runs()
+    with pytest.raises(Interrupted):
+        run()
+    handler = signal.getsignal(signal.SIGTERM)
+    assert eval_main(["rejudge", "--tasks", str(tasks)]) in (0, 1)
+    assert signal.getsignal(signal.SIGTERM) is handler
+    assert run() == b"ok"
