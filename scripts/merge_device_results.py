@@ -1,0 +1,111 @@
+"""Put what a GPU call brought back into the task directories it was carried from.
+
+A call runs the gate (or the workloads) on copies of task directories carried to the GPU
+machine and returns each task's task.json with its reference.json or workload_result.json, in
+an archive (at most eight files come back from a call). This merges them:
+
+    python scripts/merge_device_results.py results.tgz [more folders or archives] --tasks tasks
+
+Reads: folders holding `<task_id>/task.json` (and `reference.json`, `workload_result.json`), or
+.tar / .tgz archives of them (archives inside an archive are opened too). Writes, per task:
+the verdict and the node ids (through `TaskDir.record_verification`) and the run files, only
+when the run was made on this directory's task: the same targets and setup patch (a curation
+that changed since makes the run another task's). A task directory with a newer verdict than
+the run's keeps it. What is skipped is named, with why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from core.errors import one_line
+from core.records import from_json
+from curation.model import TestSelection, Verification
+from curation.taskdir import TaskDir, TaskFile
+
+RUN_FILES = (TaskFile.REFERENCE, TaskFile.WORKLOAD_RESULT)
+
+
+def _unpack(archive: Path, into: Path) -> None:
+    """An archive's members under `into` (no links, nothing outside it), then the members of
+    the archives it held, each where it lay."""
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    while inner := next((f for f in sorted(into.rglob("*")) if f.is_file() and
+                         f.name.endswith((".tar", ".tgz", ".tar.gz"))), None):  # fmt: skip
+        with tarfile.open(inner) as tar:
+            tar.extractall(inner.parent, filter="data")
+        inner.unlink()
+
+
+def run_dirs(sources: list[Path], scratch: Path) -> Iterator[Path]:
+    """Every folder under `sources` (archives unpacked into `scratch`) that holds a task.json."""
+    for i, src in enumerate(sources):
+        root = src
+        if src.is_file():
+            root = scratch / str(i)
+            root.mkdir()
+            _unpack(src, root)
+        yield from sorted(p.parent for p in root.rglob("task.json"))
+
+
+def merge_one(run: Path, tasks: Path) -> str:
+    """Merge one run folder into `tasks/<its name>`; what was done, or why it was skipped."""
+    tdir = TaskDir(tasks / run.name)
+    if not tdir.path(TaskFile.TASK).is_file():
+        return f"no task directory under {tasks}, skipped"
+    ran = json.loads((run / "task.json").read_text())
+    here = json.loads(tdir.path(TaskFile.TASK).read_text())
+    if ran.get("targets") != here.get("targets"):
+        return "its targets differ from the task directory's (the curation changed), skipped"
+    verdict = from_json(Verification, ran["verification"], str(run / "task.json"))
+    if verdict.setup is not None and verdict.setup != tdir.setup_digest():
+        here_setup = tdir.setup_digest()
+        return f"run on setup state {verdict.setup}, the directory's is {here_setup}, skipped"
+    if verdict.checked_at is None:
+        return "the run made no verdict, skipped"
+    current = tdir.load_task().verification
+    if current.checked_at is not None and current.checked_at > verdict.checked_at:
+        return f"the directory has a newer verdict ({current.checked_at}), skipped"
+    tests = from_json(TestSelection, ran["tests"], str(run / "task.json"))
+    tdir.record_verification(verdict, tests.node_ids)
+    copied = [f for f in RUN_FILES if (run / f).is_file()]
+    for f in copied:
+        shutil.copyfile(run / f, tdir.path(f))
+    files = "".join(f"; {f}" for f in copied)
+    return f"merged: {verdict.status} ({verdict.reason}){files}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path, nargs="+", help="folders or .tar/.tgz archives")
+    ap.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
+    args = ap.parse_args(argv)
+    merged = skipped = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            runs = list(run_dirs(args.results, Path(scratch)))
+        except (OSError, tarfile.TarError) as exc:
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+            return 1
+        for run in runs:
+            try:
+                what = merge_one(run, args.tasks)
+            except (OSError, ValueError, KeyError) as exc:
+                what = f"unreadable ({one_line(exc)}), skipped"
+            print(f"{run.name}: {what}")
+            merged += what.startswith("merged")
+            skipped += not what.startswith("merged")
+    print(f"{merged} merged, {skipped} skipped")
+    return 0 if merged or not skipped else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

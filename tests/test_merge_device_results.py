@@ -1,0 +1,83 @@
+"""scripts/merge_device_results.py: what a GPU call brought back goes into the task directory it
+was carried from only when it was made on that task (same targets and setup state), never over
+a newer verdict, from folders or from the call's nested archive."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tarfile
+from pathlib import Path
+
+from curation.taskdir import TaskFile, task_dirs
+from tests.tinyfw import make_task_env
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from merge_device_results import main as merge
+
+VERDICT = {"status": "verified", "reason": "1 fail-to-pass, 0 pass-to-pass",
+           "checked_at": "2026-12-03T10:22:44+00:00", "environment": "NVIDIA H200"}  # fmt: skip
+
+
+def _run_copy(tdir_root: Path, into: Path, **change: object) -> Path:
+    """The task directory as a GPU call returns it: task.json with a verdict, reference.json."""
+    run = into / tdir_root.name
+    run.mkdir(parents=True)
+    task = json.loads((tdir_root / "task.json").read_text())
+    task["verification"] = {**VERDICT, **change.pop("verification", {})}
+    task["tests"]["node_ids"] = ["tests/test_values.py::test_values"]
+    task.update(change)
+    (run / "task.json").write_text(json.dumps(task))
+    (run / "reference.json").write_text('{"from": "the gpu"}')
+    return run
+
+
+def test_a_run_returns_only_to_its_own_task_and_never_over_a_newer_verdict(
+    tmp_path: Path, capsys
+) -> None:
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    before = tdir.path(TaskFile.TASK).read_bytes()
+    # another curation's targets: skipped, nothing written
+    _run_copy(tdir.root, tmp_path / "other", targets=[])
+    assert merge([str(tmp_path / "other"), "--tasks", str(tasks)]) == 1
+    assert "targets differ" in capsys.readouterr().out
+    assert tdir.path(TaskFile.TASK).read_bytes() == before
+    assert not tdir.path(TaskFile.REFERENCE).exists()
+    # a run on another setup state: skipped
+    _run_copy(tdir.root, tmp_path / "setup", verification={"setup": "0123456789abcdef"})
+    assert merge([str(tmp_path / "setup"), "--tasks", str(tasks)]) == 1
+    assert "setup state 0123456789abcdef" in capsys.readouterr().out
+    # the call's archive, holding an archive of the task files (call5.sh packs so)
+    run = _run_copy(tdir.root, tmp_path / "call" / "tasks")
+    with tarfile.open(tmp_path / "call" / "tasks.tar", "w") as tar:
+        tar.add(run, arcname=f"./{run.name}")
+    shutil.rmtree(run.parent)
+    with tarfile.open(tmp_path / "results.tgz", "w:gz") as tar:
+        tar.add(tmp_path / "call" / "tasks.tar", arcname="tasks.tar")
+    assert merge([str(tmp_path / "results.tgz"), "--tasks", str(tasks)]) == 0
+    assert "merged: verified" in capsys.readouterr().out
+    task = tdir.load_task()
+    assert task.verification.status == "verified" and task.verification.setup
+    assert task.tests.node_ids == ("tests/test_values.py::test_values",)
+    assert tdir.path(TaskFile.REFERENCE).read_text() == '{"from": "the gpu"}'
+    # an older run does not replace the newer verdict
+    older = {"checked_at": "2026-12-01T00:00:00+00:00", "status": "unverified", "reason": "x"}
+    _run_copy(tdir.root, tmp_path / "old", verification=older)
+    assert merge([str(tmp_path / "old"), "--tasks", str(tasks)]) == 1
+    assert "newer verdict" in capsys.readouterr().out
+    assert tdir.load_task().verification.status == "verified"
+
+
+def test_help_and_a_broken_archive(tmp_path: Path, capsys) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_:
+        merge(["--help"])
+    assert exit_.value.code == 0 and "--tasks" in capsys.readouterr().out
+    bad = tmp_path / "bad.tgz"
+    bad.write_bytes(b"not an archive")
+    assert merge([str(bad), "--tasks", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
