@@ -105,7 +105,6 @@ def _job(
     syspath = [str(tree)] + ([str(tree / "src")] if (tree / "src").is_dir() else [])
     return {
         "calls": [to_json(c) for c in workload.calls],
-        "check_only": False,
         "metric": str(metric),
         "seed": SEED,
         "syspath": syspath,
@@ -194,12 +193,11 @@ def measure(
     times: dict[Variant, list[list[float]]] = {v: [[] for _ in workload.calls] for v in order}
     errors: list[str] = ["" for _ in workload.calls]
     outputs: dict[Variant, list[dict[str, Any] | None]] = {}
-    warm = settings.triton_cache or scratch / "triton-cache"
     launched: list[tuple[str, ...] | None] = []
     seconds: dict[str, float] = {}
     for r in range(rounds):
         for v in order if r % 2 == 0 else order[::-1]:
-            cache = warm / str(v)
+            cache = warm_cache(settings, scratch, v)
             if cold:
                 cache = scratch / f"cold-cache-{v}"
                 shutil.rmtree(cache, ignore_errors=True)
@@ -263,6 +261,11 @@ def measure(
     seconds["compare"] = round(time.perf_counter() - t0, 2)
     summary = summarize_result(task.task_id, workload.metric, calls, environment)
     return replace(summary, seconds=seconds)
+
+
+def warm_cache(settings: MeasureSettings, scratch: Path, variant: Variant) -> Path:
+    """A variant's Triton cache for warm (kernel_time) rounds: the caller's, else the scratch's."""
+    return (settings.triton_cache or scratch / "triton-cache") / str(variant)
 
 
 def _nth(rows: list[dict[str, Any] | None] | None, i: int) -> dict[str, Any] | None:
@@ -345,9 +348,7 @@ def memcheck_verdict(run: ScriptRun, result: Mapping[str, Any], label: str) -> s
     return f"clean on {label}"
 
 
-def memcheck(
-    workload: Workload, tree: Path, settings: MeasureSettings, cache: Path, trusted: bool = True
-) -> str:
+def memcheck(workload: Workload, tree: Path, settings: MeasureSettings, cache: Path) -> str:
     """Run the first (smallest) call of `workload` once on `tree` under compute-sanitizer
     memcheck (an out-of-bounds or misaligned access of a kernel on the workload's inputs)."""
     sanitizer = settings.sanitizer or find_sanitizer()
@@ -356,7 +357,7 @@ def memcheck(
     prefix = [sanitizer, "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT),
               "--print-limit", "5"]  # fmt: skip
     label = workload.calls[0].label
-    result, run = _run_once(tree, workload, settings, trusted, cache, save=False, prefix=prefix)
+    result, run = _run_once(tree, workload, settings, True, cache, save=False, prefix=prefix)
     return memcheck_verdict(run, result, label)
 
 
@@ -391,7 +392,7 @@ def measure_task(
         result = measure(task, workload, trees, settings, root, environment)
         if settings.memcheck:
             t1 = time.perf_counter()
-            cache = (settings.triton_cache or root / "triton-cache") / str(Variant.GOLD)
+            cache = warm_cache(settings, root, Variant.GOLD)
             verdict = memcheck(workload, trees[Variant.GOLD], settings, cache)
             seconds = {**result.seconds, "memcheck": round(time.perf_counter() - t1, 2)}
             result = replace(result, memcheck=verdict, seconds=seconds)
