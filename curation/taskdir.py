@@ -153,11 +153,15 @@ class TaskDir:
         """Which setup state a verdict was reached on (`patch_digest` of setup.patch)."""
         return patch_digest(self.read_bytes(TaskFile.SETUP_PATCH) or b"")
 
+    def on_current_setup(self, v: Verification) -> bool:
+        """The verdict was reached on the setup state setup.patch holds now (or names none)."""
+        return v.setup is None or v.setup == self.setup_digest()
+
     def current_verification(self, task: Task) -> Verification:
         """The task's verdict, unless it was reached on another setup state than setup.patch
         holds now (curated again since): then it is unverified, and says why."""
         v = task.verification
-        if v.setup is None or v.setup == self.setup_digest():
+        if self.on_current_setup(v):
             return v
         why = f"the setup state changed since this verdict ({v.status}: {v.reason})"
         return replace(v, status=VerificationStatus.UNVERIFIED, reason=why)

@@ -66,7 +66,7 @@ def merge_one(run: Path, tasks: Path) -> str:
     if ran.get("targets") != here.get("targets"):
         return "its targets differ from the task directory's (the curation changed), skipped"
     verdict = from_json(Verification, ran["verification"], str(run / "task.json"))
-    if verdict.setup is not None and verdict.setup != tdir.setup_digest():
+    if not tdir.on_current_setup(verdict):
         here_setup = tdir.setup_digest()
         return f"run on setup state {verdict.setup}, the directory's is {here_setup}, skipped"
     if verdict.checked_at is None:
