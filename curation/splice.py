@@ -544,12 +544,17 @@ class Definition:
 def definitions(src: bytes) -> dict[str, Definition]:
     """Every function and method of a file by qualified name (the first of a repeated name).
     Cached by content: a task asks for the same file once per kernel and wrapper."""
+    return {name: found[0] for name, found in all_definitions(src).items()}
+
+
+@lru_cache(maxsize=64)
+def all_definitions(src: bytes) -> dict[str, list[Definition]]:
+    """Every function and method of a file by qualified name, a repeated name's definitions in
+    file order (flash-linear-attention #810 defines `tanh` twice, under `if` and `else`)."""
     root = parse_python(src).root_node
     funcs, _ = _scan_defs(root)
-    out: dict[str, Definition] = {}
+    out: dict[str, list[Definition]] = {}
     for d in funcs:
-        if d.qualname in out:
-            continue
         body = d.node.child_by_field_name("body")
         head_end = body.start_byte if body is not None else d.node.end_byte
         head = src[d.node.start_byte : head_end].decode("utf-8", "replace").rstrip()
@@ -560,7 +565,7 @@ def definitions(src: bytes) -> dict[str, Definition]:
                 string = first.named_children[0]
                 if string.type == "string":
                     doc = _text(string)
-        out[d.qualname] = Definition(
-            d.qualname, _text(d.outer), " ".join(head.removesuffix(":").split()), doc
+        out.setdefault(d.qualname, []).append(
+            Definition(d.qualname, _text(d.outer), " ".join(head.removesuffix(":").split()), doc)
         )
     return out

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from curation.splice import definitions
+from curation.splice import all_definitions
 from curation.taskdir import TaskDir
 from eval.errors import EvalError
 from eval.model import Variant
@@ -37,13 +37,17 @@ def oracle_record(tdir: TaskDir, store: SourceStore, oracle: str, scratch: Path)
     task = tdir.load_task()
     tree = prepare(task, tdir, store, scratch / task.task_id, ORACLES[oracle])
     items = []
+    seen: dict[tuple[str, str], int] = {}
     for t in targets(task):
         path = tree / t.file
         if not path.is_file():
             continue
-        found = definitions(path.read_bytes()).get(t.name)
-        if found is not None:
-            items.append({"file": t.file, "name": t.name, "source": found.source})
+        # the n-th target of a repeated name is the file's n-th definition of it, the order in
+        # which the splice pairs them (#810: `tanh` under `if` and under `else`)
+        nth = seen[t.file, t.name] = seen.get((t.file, t.name), -1) + 1
+        found = all_definitions(path.read_bytes()).get(t.name, [])
+        if nth < len(found):
+            items.append({"file": t.file, "name": t.name, "source": found[nth].source})
     return {"task_id": task.task_id, "kernels": items, "oracle": oracle}
 
 
