@@ -379,6 +379,37 @@ def split_patch(patch: bytes) -> list[tuple[str, bytes]]:
     return out
 
 
+def new_side_lines(patch: bytes) -> dict[str, list[tuple[int, int]]]:
+    """Per file of a git diff, the line ranges of its new side that the diff adds, or next to
+    which it deletes (a dropped parametrization changes the test around it)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for path, section in split_patch(patch):
+        lines: list[int] = []
+        new = 0
+        for raw in section.split(b"\n"):
+            if raw.startswith(b"@@"):
+                m = re.match(rb"@@ -\d+(?:,\d+)? \+(\d+)", raw)
+                new = int(m.group(1)) if m else 0
+            elif not new or raw.startswith((b"+++", b"---")):
+                continue
+            elif raw.startswith(b"+"):
+                lines.append(new)
+                new += 1
+            elif raw.startswith(b"-"):
+                lines.append(max(new - 1, 1))
+            elif raw.startswith(b" ") or raw == b"":
+                new += 1
+        spans: list[tuple[int, int]] = []
+        for n in sorted(set(lines)):
+            if spans and n <= spans[-1][1] + 1:
+                spans[-1] = (spans[-1][0], n)
+            else:
+                spans.append((n, n))
+        if spans:
+            out[path] = spans
+    return out
+
+
 def _new_path(section: bytes) -> str:
     lines = section.split(b"\n")
     for line in lines:

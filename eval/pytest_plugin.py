@@ -30,6 +30,7 @@ how its arguments are copied and how it is replayed is `eval.launch_capture`'s.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import os
@@ -70,6 +71,8 @@ class WatchConfig:
     select_max: int = 0
     # the selection run: test functions that use something of these modules come first
     select_modules: tuple[str, ...] = ()
+    # ... after those the PR added or changed: lines of test.patch's new side, per test file
+    select_lines: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WatchConfig:
@@ -90,7 +93,42 @@ class WatchConfig:
             select_modules=tuple(
                 m for m in (x.strip() for x in env.get("TPB_SELECT_MODULES", "").split(",")) if m
             ),
+            select_lines=parse_line_ranges(env.get("TPB_SELECT_LINES", "")),
         )
+
+
+def format_line_ranges(ranges: Mapping[str, Sequence[tuple[int, int]]]) -> str:
+    """`path:a-b,c-d;path2:...`, what TPB_SELECT_LINES carries."""
+    return ";".join(f"{p}:" + ",".join(f"{a}-{b}" for a, b in spans)
+                    for p, spans in ranges.items() if spans)  # fmt: skip
+
+
+def parse_line_ranges(text: str) -> dict[str, tuple[tuple[int, int], ...]]:
+    """The inverse of `format_line_ranges`; malformed parts are ignored."""
+    out: dict[str, tuple[tuple[int, int], ...]] = {}
+    for part in text.split(";"):
+        path, _, spans = part.rpartition(":")
+        pairs = [s.split("-", 1) for s in spans.split(",")]
+        ok = [(int(a), int(b)) for a, b in (p for p in pairs if len(p) == 2)
+              if a.isdigit() and b.isdigit()]  # fmt: skip
+        if path and ok:
+            out[path] = tuple(ok)
+    return out
+
+
+def changed_by_pr(item: Any, lines: Mapping[str, Sequence[tuple[int, int]]]) -> bool:
+    """Whether the PR's test patch touched the test function's source (decorators included:
+    a new parametrization counts)."""
+    spans = lines.get(item.nodeid.split("::", 1)[0])
+    fn = getattr(item, "function", None)
+    if not spans or fn is None:
+        return False
+    try:
+        source, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return False
+    end = start + len(source) - 1
+    return any(a <= end and start <= b for a, b in spans)
 
 
 def uses_modules(item: Any, modules: Sequence[str]) -> bool:
@@ -116,18 +154,25 @@ def uses_modules(item: Any, modules: Sequence[str]) -> bool:
 
 
 def cap_items(
-    items: list[Any], per_test: int, total: int, modules: Sequence[str] = ()
+    items: list[Any],
+    per_test: int,
+    total: int,
+    modules: Sequence[str] = (),
+    lines: Mapping[str, Sequence[tuple[int, int]]] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """(kept, deselected): at most `per_test` parametrizations of each test function, and at
-    most `total` tests taken round-robin over the functions, those that use something of the
-    target `modules` first (flash-linear-attention #813: the first four functions of its test
-    file never reach the gate kernels, four later ones call the gate module), else in
-    collection order."""
+    most `total` tests taken round-robin over the functions: first those the PR added or
+    changed that use something of the target `modules`, then the PR's others, then the other
+    users of the modules (flash-linear-attention #813: the first four functions of its test
+    file never reach the gate kernels; #712: its existing conv tests pass at the setup state,
+    the non-contiguous tests it adds do not), else in collection order."""
     groups: dict[str, list[Any]] = {}
     for item in items:
         groups.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
-    first = {k for k, v in groups.items() if modules and uses_modules(v[0], modules)}
-    groups = {k: groups[k] for k in sorted(groups, key=lambda k: k not in first)}
+    rank = {k: (0 if lines and changed_by_pr(v[0], lines) else 2)
+            + (0 if modules and uses_modules(v[0], modules) else 1)
+            for k, v in groups.items()}  # fmt: skip
+    groups = {k: groups[k] for k in sorted(groups, key=lambda k: rank[k])}
     if per_test > 0:
         groups = {k: v[:per_test] for k, v in groups.items()}
     chosen: list[Any] = []
@@ -138,10 +183,10 @@ def cap_items(
                 chosen.append(v[depth])
         depth += 1
     keep = {id(i) for i in chosen}
-    # the chosen ones run first when they use the targets' modules (a run killed at its time
+    # the chosen ones run in that order (a run killed at its time
     # limit keeps the tests that finished)
     kept = sorted((i for i in items if id(i) in keep),
-                  key=lambda i: i.nodeid.split("[", 1)[0] not in first)  # fmt: skip
+                  key=lambda i: rank[i.nodeid.split("[", 1)[0]])  # fmt: skip
     return kept, [i for i in items if id(i) not in keep]
 
 
@@ -411,7 +456,9 @@ class KernelWatcher:
         cfg = self.config
         if cfg.select_per_test <= 0 and cfg.select_max <= 0:
             return
-        kept, dropped = cap_items(items, cfg.select_per_test, cfg.select_max, cfg.select_modules)
+        kept, dropped = cap_items(
+            items, cfg.select_per_test, cfg.select_max, cfg.select_modules, cfg.select_lines
+        )
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept

@@ -30,11 +30,13 @@ from curation.model import (
     Verification,
     VerificationStatus,
 )
+from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile
 from curation.testsel import module_name
 from eval.backends import Backend
 from eval.gate import decide, environment_label, hardware_gap
 from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
+from eval.pytest_plugin import format_line_ranges
 from eval.workload_model import WorkloadResult
 
 
@@ -209,8 +211,10 @@ def select_node_ids(
     caps = caps or SelectionCaps()
     total = caps.total or framework(task.framework).tests.select_max or SELECT_MAX
     modules = sorted(m for f in task.target_files if (m := module_name(f)))
+    lines = new_side_lines(tdir.read_bytes(TaskFile.TEST_PATCH) or b"")
     env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(total),
-           "TPB_SELECT_MODULES": ",".join(modules), "TPB_ISOLATED": "0"}  # fmt: skip
+           "TPB_SELECT_MODULES": ",".join(modules), "TPB_ISOLATED": "0",
+           "TPB_SELECT_LINES": format_line_ranges(lines)}  # fmt: skip
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
                       extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip
     names = target_kernel_names(task)

@@ -168,7 +168,8 @@ def test_the_selection_run_takes_the_frameworks_cap_unless_the_command_names_one
 
     for fw, caps in (("flash-linear-attention", None), ("someone__else", None),
                      ("flash-linear-attention", SelectionCaps(total=9))):  # fmt: skip
-        select_node_ids(fake(fw), None, Backend(), tmp_path, caps)  # type: ignore[arg-type]
+        tdir = SimpleNamespace(read_bytes=lambda name: None)
+        select_node_ids(fake(fw), tdir, Backend(), tmp_path, caps)  # type: ignore[arg-type]
     assert [e["TPB_SELECT_MAX"] for e in seen] == ["4", str(SELECT_MAX), "9"]
 
 

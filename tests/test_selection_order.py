@@ -1,0 +1,118 @@
+"""The selection run takes the test functions the PR added or changed first (flash-linear-
+attention #712, H200 2026-12-03: its cap of 4 tests took the existing conv tests, which pass at
+the setup state, and the non-contiguous tests the PR adds at the end of the file were never
+run, so the task read "no test fails at the setup state"). A tiny framework whose PR appends a
+fail-to-pass test after an existing pass-to-pass one, selected with a cap of one test; run on the
+CPU with TRITON_INTERPRET=1."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace as NS
+
+import pytest
+
+from curation.targets import new_side_lines
+from eval.pytest_plugin import cap_items, format_line_ranges, parse_line_ranges
+
+DIFF = b"""diff --git a/tests/test_x.py b/tests/test_x.py
+--- a/tests/test_x.py
++++ b/tests/test_x.py
+@@ -3,4 +3,4 @@ import torch
+<SP>
+-@pytest.mark.parametrize("n", [1])
++@pytest.mark.parametrize("n", [1, 2])
+ def test_old(n):
+     pass
+@@ -20,2 +20,6 @@ def test_other():
+     pass
++
++
++def test_new():
++    pass
+diff --git a/tests/test_y.py b/tests/test_y.py
+--- a/tests/test_y.py
++++ b/tests/test_y.py
+@@ -7,3 +7,2 @@
+ a = 1
+-b = 2
+ c = 3
+""".replace(b"<SP>", b" ")  # a context line that is empty in the file
+
+
+def test_new_side_lines_of_a_test_patch() -> None:
+    lines = new_side_lines(DIFF)
+    # the changed decorator (the deletion sits next to the line that replaces it), the new
+    # function, the line a deletion leaves behind
+    assert lines == {"tests/test_x.py": [(3, 4), (21, 24)], "tests/test_y.py": [(7, 7)]}
+    assert parse_line_ranges(format_line_ranges(lines)) == {
+        "tests/test_x.py": ((3, 4), (21, 24)), "tests/test_y.py": ((7, 7),)}  # fmt: skip
+    assert parse_line_ranges("junk;a.py:x-1;b.py:3-4") == {"b.py": ((3, 4),)}
+
+
+def test_the_cap_takes_the_functions_the_pr_touched_first(tmp_path) -> None:
+    src = tmp_path / "tests" / "test_x.py"
+    src.parent.mkdir()
+    src.write_text(
+        "def test_a():\n    pass\n\n\n"  # 1-2
+        "def test_b():\n    pass\n\n\n"  # 5-6
+        "def test_c():\n    pass\n"  # 9-10
+    )
+    scope: dict = {}
+    exec(compile(src.read_text(), str(src), "exec"), scope)
+    items = [NS(nodeid=f"tests/test_x.py::{n}[p{i}]", function=scope[n])
+             for n in ("test_a", "test_b", "test_c") for i in range(2)]  # fmt: skip
+    kept, _ = cap_items(items, 1, 1, (), {"tests/test_x.py": ((10, 10),)})
+    assert [i.nodeid for i in kept] == ["tests/test_x.py::test_c[p0]"]
+    kept, _ = cap_items(items, 1, 2, (), {"tests/test_x.py": ((6, 9),)})
+    assert [i.nodeid.split("::")[1] for i in kept] == ["test_b[p0]", "test_c[p0]"]
+    kept, _ = cap_items(items, 1, 2, (), {})  # nothing touched: collection order
+    assert [i.nodeid.split("::")[1] for i in kept] == ["test_a[p0]", "test_b[p0]"]
+
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+
+def test_a_cap_of_one_test_still_finds_the_prs_fail_to_pass_test(tmp_path) -> None:
+    from curation.curate import main as curate
+    from curation.taskdir import task_dirs
+    from eval.__main__ import main as eval_main
+    from mining.crawl import main as crawl
+    from tests.gitrepo import TinyRepo
+    from tests.tinyfw import CONFTEST
+    from tests.tinyfw import OPS as TINY_OPS
+
+    ops = TINY_OPS.replace("x + y * 0.0", "tl.abs(x) + y")  # wrong for negative x
+    old_test = (
+        "import torch\n\nfrom pkg.ops import add\n\n\n"
+        "def test_positive():\n"
+        "    x = torch.arange(1, 101, dtype=torch.float32)\n"
+        "    torch.testing.assert_close(add(x, x), 2 * x)\n"
+    )
+    new_test = old_test + (
+        "\n\ndef test_negative():\n"
+        "    x = -torch.arange(1, 101, dtype=torch.float32)\n"
+        "    torch.testing.assert_close(add(x, torch.ones(100)), x + 1)\n"
+    )
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", ops)
+    repo.write("tests/test_add.py", old_test)
+    repo.commit("Add the add kernel")
+    repo.write("pkg/ops.py", ops.replace("tl.abs(x) + y", "x + y"))
+    repo.write("tests/test_add.py", new_test)
+    repo.commit("Keep the sign of x in add (#5)")
+    work, tasks = tmp_path / "work", tmp_path / "tasks"
+    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
+    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    assert eval_main(["reference", "--tasks", str(tasks), "--work", str(work),
+                      "--no-isolated-timing", "--timeout", "120", "--runs", "1",
+                      "--select-max", "1", "--select-per-test", "1",
+                      "--triton-cache", str(tmp_path / "cache"),
+                      "--out", str(tmp_path / "ref")]) == 0  # fmt: skip
+    [tdir] = task_dirs(tasks)
+    ref = json.loads((tdir.root / "reference.json").read_text())
+    assert ref["fail_to_pass"] == ["tests/test_add.py::test_negative"], ref["validity_note"]
+    assert ref["valid"]
