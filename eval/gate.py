@@ -23,10 +23,11 @@ Flaky node ids (outcomes differ between runs of one variant) are listed and left
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from curation.model import Hardware, Task, TaskType, Verification, VerificationStatus
+from curation.testsel import module_name
 from eval.model import OUT_OF_MEMORY, Environment, FailureClass, RunResult
 from eval.workload_model import MIN_GOLD_US, WorkloadResult
 
@@ -65,11 +66,13 @@ def gpus_wanted(selection: RunResult | None) -> tuple[int, str] | None:
     return min(found)
 
 
-def import_gap(runs: Sequence[RunResult]) -> str | None:
-    """Why the runs' imports failed, from their logs: packages that are missing, or packages
-    that are there in another version than the task's (Python names the deepest module it
-    could not find, so `No module named 'a.b'` means `a` was found; `cannot import name 'X'
-    from 'a.b'` too). None when no import failed."""
+def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | None:
+    """Why the runs' imports failed, from their logs: packages that are missing, the
+    framework's own packages (`own`) lacking a module or name at this commit (flash-linear-
+    attention #444's merge commit imports `fla.ops.comba.cumsum`, which it never added), or
+    installed packages there in another version than the task's (Python names the deepest
+    module it could not find, so `No module named 'a.b'` means `a` was found; `cannot import
+    name 'X' from 'a.b'` too). None when no import failed."""
     missing: set[str] = set()
     lacks: dict[str, set[str]] = {}
     for r in runs:
@@ -84,11 +87,22 @@ def import_gap(runs: Sequence[RunResult]) -> str | None:
                 lacks.setdefault(mod.split(".")[0], set()).add(f"{mod}.{name}")
     if missing:
         return f"missing package(s) {', '.join(sorted(missing))}"
+
+    def lacking(tops: dict[str, set[str]]) -> str:
+        return "; ".join(f"{top} lacks {', '.join(sorted(names)[:3])}" for top, names in
+                         sorted(tops.items()))  # fmt: skip
+
+    mine = {top: names for top, names in lacks.items() if top in own}
+    if mine:
+        return f"the framework's own code does not import at this commit: {lacking(mine)}"
     if lacks:
-        what = "; ".join(f"{top} lacks {', '.join(sorted(names)[:3])}" for top, names in
-                         sorted(lacks.items()))  # fmt: skip
-        return f"installed package version differs from the task's pins: {what}"
+        return f"installed package version differs from the task's pins: {lacking(lacks)}"
     return None
+
+
+def own_packages(task: Task) -> set[str]:
+    """The framework's top-level packages the task's targets live in (`fla`, `liger_kernel`)."""
+    return {m.split(".")[0] for f in task.target_files if (m := module_name(f))}
 
 
 def out_of_memory(nodeid: str, runs: Sequence[RunResult]) -> bool:
@@ -193,7 +207,7 @@ def decide(
         if wanted is not None:
             why = f"needs {wanted[0]} GPUs: every selected test skips here ({wanted[1][:80]})"
             return verdict(VerificationStatus.OUT_OF_SCOPE, why), (), (), ()
-        gap = import_gap([selection] if selection is not None else [])
+        gap = import_gap([selection] if selection is not None else [], own_packages(task))
         if gap:
             why = gap
         elif selection is not None and selection.failure is not FailureClass.NONE:
@@ -225,7 +239,7 @@ def decide(
         why = f"a reference run was flagged ({', '.join(flagged)})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
     if gold_bad or not gold_ok:
-        gap = import_gap(gold)
+        gap = import_gap(gold, own_packages(task))
         if gap:
             why = gap
         else:

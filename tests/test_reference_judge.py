@@ -17,7 +17,8 @@ def run(variant: Variant, i: int, outcomes: dict[str, str], failure=FailureClass
 
 
 def task(kind: TaskType):
-    return SimpleNamespace(task_type=SimpleNamespace(type=kind))
+    return SimpleNamespace(task_type=SimpleNamespace(type=kind),
+                           target_files=frozenset({"fla/ops/comba/chunk.py"}))  # fmt: skip
 
 
 def test_fail_to_pass_counts_failed_skipped_and_missing_at_base() -> None:
@@ -116,6 +117,15 @@ def test_gate_names_the_missing_package_and_a_gold_that_fails() -> None:
     gold = [run(Variant.GOLD, i, {"a": "failed"}, FailureClass.TEST_FAILURE) for i in range(3)]
     verdict, *_ = gate(TaskType.BUG_FIX, ["a"], base, gold)
     assert verdict.status == "unverified" and verdict.reason.startswith("the gold fails 1 of 1")
+    # flash-linear-attention #444 on the H200 (2026-12-03): its merge commit imports a module
+    # of its own package that it never added; not an installed package in another version
+    detail = ("fla/ops/comba/chunk.py:9: in <module>\n"
+              "E   ModuleNotFoundError: No module named 'fla.ops.comba.cumsum'")  # fmt: skip
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.INFRA, False, (), 1.0, detail=detail)
+    verdict, *_ = gate(TaskType.NEW_OP, [], [], [], selection=sel)
+    assert verdict.reason == (
+        "the framework's own code does not import at this commit: fla lacks fla.ops.comba.cumsum"
+    )
 
 
 def test_hardware_gap() -> None:
@@ -209,7 +219,9 @@ def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None
     note = "the selection run failed (timeout): killed at the time limit"
     ref = Reference("t", ENV, (), empty, empty, (), (), False, note, (), (), selection=sel)
     ran = SimpleNamespace(checked_at="2026-12-03T07:40:00+00:00", setup="0123456789abcdef")
-    t = SimpleNamespace(task_type=SimpleNamespace(type=TaskType.NEW_OP), verification=ran)
+    t = SimpleNamespace(
+        task_type=SimpleNamespace(type=TaskType.NEW_OP), verification=ran, target_files=frozenset()
+    )
     new, verdict = rejudge(t, ref)
     assert verdict is not None and (verdict.status, verdict.reason) == ("unverified", note)
     assert (new.validity_note, new.valid) == (note, False)
