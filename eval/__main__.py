@@ -112,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
         "it still count",
     )  # fmt: skip
     ref.add_argument(
+        "--select-autotune", choices=("first", "all"), default="first",
+        help="selection run: each autotuned kernel takes the first of its configs that compiles "
+        "(default; the base and gold runs tune as Triton does) or tunes them all",
+    )  # fmt: skip
+    ref.add_argument(
         "--jobs", type=int, default=1, help="tasks run side by side (default 1: clean timings)"
     )
     ref.add_argument(

@@ -73,6 +73,9 @@ class WatchConfig:
     select_modules: tuple[str, ...] = ()
     # ... after those the PR added or changed: lines of test.patch's new side, per test file
     select_lines: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # "first": an autotuned kernel takes the first of its configs that compiles and runs, the
+    # others are neither compiled nor timed (the selection run; "" tunes as Triton does)
+    autotune: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WatchConfig:
@@ -94,6 +97,7 @@ class WatchConfig:
                 m for m in (x.strip() for x in env.get("TPB_SELECT_MODULES", "").split(",")) if m
             ),
             select_lines=parse_line_ranges(env.get("TPB_SELECT_LINES", "")),
+            autotune=env.get("TPB_AUTOTUNE", ""),
         )
 
 
@@ -277,6 +281,36 @@ class _KernelWatch:
         }
 
 
+def _tuning_starts(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Autotuner.run: a new tuning finds no config yet (see `_first_config_only`)."""
+
+    @functools.wraps(original)
+    def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+        autotuner._tpb_found = None
+        return original(autotuner, *args, **kwargs)
+
+    return run
+
+
+def _first_config_only(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Autotuner._bench: once a config of this tuning compiled and ran, the others time as
+    infinitely slow without being compiled (flash-linear-attention's chunked kernels tune
+    dozens of configs each, and compiling them filled selection runs of 180 s on the H200)."""
+
+    @functools.wraps(original)
+    def bench(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+        found = getattr(autotuner, "_tpb_found", None)
+        if found is not None:
+            return [float("inf")] * len(found) if isinstance(found, list) else float("inf")
+        result = original(autotuner, *args, **kwargs)
+        times = result if isinstance(result, list) else [result]
+        if any(t != float("inf") for t in times):
+            autotuner._tpb_found = result
+        return result
+
+    return bench
+
+
 class KernelWatcher:
     """Patches Triton's launch path, profiles the session and writes the report."""
 
@@ -323,16 +357,24 @@ class KernelWatcher:
     # patching
 
     def patch(self) -> None:
-        if not self.watches or self.triton_version is None:
+        if self.triton_version is None:
             return
         from triton.runtime import autotuner
 
         from eval.launch_capture import launching_classes
 
-        targets: list[tuple[type, str, Callable[[Any], Any]]] = [
-            *((cls, "run", self._wrap_run) for cls in launching_classes()),
-            (autotuner.Autotuner, "_bench", self._wrap_bench),
-        ]
+        targets: list[tuple[type, str, Callable[[Any], Any]]] = []
+        if self.watches:
+            targets += [
+                *((cls, "run", self._wrap_run) for cls in launching_classes()),
+                (autotuner.Autotuner, "_bench", self._wrap_bench),
+            ]
+        if self.config.autotune == "first":
+            targets += [
+                (autotuner.Autotuner, "run", _tuning_starts),
+                (autotuner.Autotuner, "_bench", _first_config_only),
+            ]
+            self.note("autotuning: each kernel took the first of its configs that compiles")
         for cls, attr, wrap in targets:
             original = cls.__dict__.get(attr)
             if original is None:

@@ -200,6 +200,9 @@ class SelectionCaps:
     total: int = 0  # tests in the selection run (0: the framework's `select_max`, else SELECT_MAX)
     keep: int = MAX_NODE_IDS  # node ids kept for the reference runs
     timeout_s: float | None = None  # the selection run's limit (None: a run's)
+    # "first": each autotuned kernel takes its first config that compiles (the verdict's runs
+    # tune fully); "all": the selection tunes as Triton does
+    autotune: str = "first"
 
 
 def select_node_ids(
@@ -215,6 +218,9 @@ def select_node_ids(
     env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(total),
            "TPB_SELECT_MODULES": ",".join(modules), "TPB_ISOLATED": "0",
            "TPB_SELECT_LINES": format_line_ranges(lines)}  # fmt: skip
+    if caps.autotune == "first":
+        # nor does its choice reach the verdict's runs through the task's autotuning cache
+        env |= {"TPB_AUTOTUNE": "first", "TRITON_CACHE_AUTOTUNING": "0"}
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
                       extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip
     names = target_kernel_names(task)

@@ -48,6 +48,7 @@ class EvalSettings:
     select_max: int = 0  # selection run: tests in all (0: the framework's, else 24)
     max_node_ids: int = 8  # node ids kept for the reference runs
     select_timeout: float | None = None  # selection run's limit (None: a run's)
+    select_autotune: str = "first"  # selection run: first config that compiles, or all
     env: list[str] = field(default_factory=list)  # NAME=VALUE set in every test run
     sandbox_memory: float | None = None  # GiB per sandboxed process
     sandbox_full_dev: bool = False
@@ -153,7 +154,7 @@ def run_references(
 
     gpus = gpus_here()
     caps = SelectionCaps(args.select_per_test, args.select_max, args.max_node_ids,
-                         args.select_timeout)  # fmt: skip
+                         args.select_timeout, args.select_autotune)  # fmt: skip
 
     tdirs = [t for t in select_tasks(args) if args.force or not t.has(TaskFile.REFERENCE)]
     done: list[Reference] = []

@@ -399,3 +399,15 @@ def test_the_selection_cap_takes_the_tests_that_use_the_targets_modules_first() 
     kept, _ = cap_items(items, 1, 2)
     assert [i.nodeid.split("::")[1] for i in kept] == ["test_a[p0]", "test_b[p0]"]
     assert WatchConfig.from_env({"TPB_SELECT_MODULES": "a.b, c"}).select_modules == ("a.b", "c")
+
+
+def test_the_selection_autotunes_with_the_first_config_that_runs(tmp_path: Path) -> None:
+    """TPB_AUTOTUNE=first (the selection run): one config of each tuning is compiled and
+    timed, not all (flash-linear-attention's chunked kernels tune dozens each); the tests pass
+    as before, and the report says the tuning was cut."""
+    proc, report = run_plugin(tmp_path, interpret=True, select="tests/test_ops.py",
+                              TPB_AUTOTUNE="first")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    k = report["kernels"]["tuned_add_kernel"]
+    assert k["launched"] is True and k["tuning_launches"] == 2  # one config for each of two keys
+    assert any("first of its configs" in n for n in report["notes"]), report["notes"]

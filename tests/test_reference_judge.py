@@ -181,6 +181,11 @@ def test_the_selection_run_takes_the_frameworks_cap_unless_the_command_names_one
         tdir = SimpleNamespace(read_bytes=lambda name: None)
         select_node_ids(fake(fw), tdir, Backend(), tmp_path, caps)  # type: ignore[arg-type]
     assert [e["TPB_SELECT_MAX"] for e in seen] == ["4", str(SELECT_MAX), "9"]
+    # the selection tunes with the first config that compiles, and keeps that choice out of
+    # the task's autotuning cache, which the verdict's fully tuned runs read
+    assert all(e["TPB_AUTOTUNE"] == "first" and e["TRITON_CACHE_AUTOTUNING"] == "0" for e in seen)
+    select_node_ids(fake("x"), tdir, Backend(), tmp_path, SelectionCaps(autotune="all"))  # type: ignore[arg-type]
+    assert "TPB_AUTOTUNE" not in seen[-1] and "TRITON_CACHE_AUTOTUNING" not in seen[-1]
 
 
 def test_a_setup_state_that_ran_out_of_gpu_memory_fails_nothing() -> None:

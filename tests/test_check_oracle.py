@@ -1,0 +1,74 @@
+"""scripts/check_oracle.py: the gold oracle of a tiny task, spliced into the setup state, gives
+back the gold tree (exit 0); a record whose target is not the gold's is reported as a mismatch
+naming the file, one that does not splice as an error, and a framework without a repository as
+skipped (exit 1)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from curation.taskdir import task_dirs
+from eval.oracle import oracle_record
+from eval.workspace import SourceStore
+from mining.git import GitRepo
+from tests.tinyfw import make_task_env
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from check_oracle import ERROR, IDENTICAL, MISMATCH, check_task, main
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    repo, _work, tasks = make_task_env(tmp_path_factory.mktemp("check-oracle"))
+    [tdir] = task_dirs(tasks)
+    return repo, tasks, tdir.load_task().framework
+
+
+def test_the_gold_oracle_of_a_task_is_its_gold(
+    env: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, tasks, framework = env
+    out = tmp_path / "report.json"
+    argv = [str(tasks), "--repo-path", f"{framework}={repo}", "--out", str(out)]
+    assert main(argv) == 0
+    report = json.loads(out.read_text())
+    assert report["counts"]["all"] == {
+        "checked": 1, IDENTICAL: 1, MISMATCH: 0, ERROR: 0, "skipped": 0
+    }  # fmt: skip
+    [row] = report["results"]
+    assert row["status"] == IDENTICAL and row["files"] >= 1
+    assert f"{framework}: 1 / 1 / 0 / 0 / 0" in capsys.readouterr().out
+
+
+def test_a_record_that_is_not_the_gold_is_a_mismatch_and_a_broken_one_an_error(
+    env: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    repo, tasks, _ = env
+    [tdir] = task_dirs(tasks)
+    store = SourceStore(GitRepo(repo))
+    record = oracle_record(tdir, store, "gold", tmp_path / "oracle")
+    assert check_task(tdir, store, tmp_path / "ok", record)["status"] == IDENTICAL
+
+    [kernel] = [k for k in record["kernels"] if k["name"] == "add_kernel"]
+    assert "x + y" in kernel["source"]
+    kernel["source"] = kernel["source"].replace("x + y", "x - y")
+    row = check_task(tdir, store, tmp_path / "bad", record)
+    assert row["status"] == MISMATCH and row["file"] == "pkg/ops.py"
+    assert any(line.startswith("-") and "x + y" in line for line in row["diff"])
+    assert any(line.startswith("+") and "x - y" in line for line in row["diff"])
+
+    kernel["source"] = "def add_kernel(:\n"
+    row = check_task(tdir, store, tmp_path / "broken", record)
+    assert row["status"] == ERROR and row["stage"] == "prediction tree" and row["message"]
+
+
+def test_a_framework_without_a_repository_is_skipped_and_fails_the_check(
+    env: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, tasks, _ = env
+    assert main([str(tasks), "--repo-path", f"other={repo}"]) == 1
+    assert "1 skipped (no --repo-path for" in capsys.readouterr().out
