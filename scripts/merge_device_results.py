@@ -11,7 +11,8 @@ Reads: folders holding `<task_id>/task.json` (and `reference.json`, `workload_re
 the verdict and the node ids (through `TaskDir.record_verification`) and the run files, only
 when the run was made on this directory's task: the same targets and setup patch (a curation
 that changed since makes the run another task's). A task directory with a newer verdict than
-the run's keeps it. What is skipped is named, with why.
+the run's keeps it, and one with the run's own verdict (perhaps rejudged since) keeps that and
+only gains the run files it lacks. What is skipped is named, with why.
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ def merge_one(run: Path, tasks: Path) -> str:
     current = tdir.load_task().verification
     if current.checked_at is not None and current.checked_at > verdict.checked_at:
         return f"the directory has a newer verdict ({current.checked_at}), skipped"
+    if current.checked_at == verdict.checked_at:
+        # the run the directory's verdict came from, which `eval rejudge` (a workload, a new
+        # reason) may have revised since: the verdict stays, missing run files are added
+        # (Liger-Kernel #1187 went back to "no workload measured yet" before this check)
+        added = [f for f in RUN_FILES if (run / f).is_file() and not tdir.path(f).exists()]
+        for f in added:
+            shutil.copyfile(run / f, tdir.path(f))
+        files = "; ".join(str(f) for f in added) or "nothing"
+        return f"kept: the directory has this run's verdict ({current.status}), added {files}"
     tests = from_json(TestSelection, ran["tests"], str(run / "task.json"))
     tdir.record_verification(verdict, tests.node_ids)
     copied = [f for f in RUN_FILES if (run / f).is_file()]
@@ -88,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", type=Path, nargs="+", help="folders or .tar/.tgz archives")
     ap.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
     args = ap.parse_args(argv)
-    merged = skipped = 0
+    merged = kept = skipped = 0
     with tempfile.TemporaryDirectory() as scratch:
         try:
             runs = list(run_dirs(args.results, Path(scratch)))
@@ -102,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
                 what = f"unreadable ({one_line(exc)}), skipped"
             print(f"{run.name}: {what}")
             merged += what.startswith("merged")
-            skipped += not what.startswith("merged")
-    print(f"{merged} merged, {skipped} skipped")
-    return 0 if merged or not skipped else 1
+            kept += what.startswith("kept")
+            skipped += not what.startswith(("merged", "kept"))
+    print(f"{merged} merged, {kept} kept, {skipped} skipped")
+    return 0 if merged or kept or not skipped else 1
 
 
 if __name__ == "__main__":

@@ -68,6 +68,22 @@ def test_a_run_returns_only_to_its_own_task_and_never_over_a_newer_verdict(
     assert merge([str(tmp_path / "old"), "--tasks", str(tasks)]) == 1
     assert "newer verdict" in capsys.readouterr().out
     assert tdir.load_task().verification.status == "verified"
+    # the run its verdict came from, rejudged since (a workload verified it): the verdict
+    # stays, a run file the directory lacks comes back, none is overwritten
+    rejudged = {**VERDICT, "reason": "2 tests pass with the gold; workload 1.46x",
+                "setup": task.verification.setup}  # fmt: skip
+    data = json.loads(tdir.path(TaskFile.TASK).read_text())
+    data["verification"] = rejudged
+    tdir.path(TaskFile.TASK).write_text(json.dumps(data))
+    tdir.path(TaskFile.REFERENCE).unlink()
+    again = _run_copy(tdir.root, tmp_path / "again", verification={"reason": "no workload yet"})
+    (again / "workload_result.json").write_text("{}")
+    tdir.path(TaskFile.WORKLOAD_RESULT).write_text('{"kept": true}')
+    assert merge([str(tmp_path / "again"), "--tasks", str(tasks)]) == 0
+    assert "has this run's verdict (verified), added reference.json" in capsys.readouterr().out
+    assert tdir.load_task().verification.reason == rejudged["reason"]
+    assert tdir.path(TaskFile.REFERENCE).read_text() == '{"from": "the gpu"}'
+    assert tdir.path(TaskFile.WORKLOAD_RESULT).read_text() == '{"kept": true}'
 
 
 def test_help_and_a_broken_archive(tmp_path: Path, capsys) -> None:
