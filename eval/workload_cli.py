@@ -218,12 +218,22 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
                 + ", ".join(f"{k} {v:.0f}" for k, v in result.seconds.items())
                 + ")"
                 + (f"; memcheck: {result.memcheck}" if result.memcheck else "")
+                + _phases(result)
             )
             if not preds:
                 line += _record_verdict(tdir, task, result)
             bar.console.print(line, markup=False)
     print(f"{done} workloads measured, {failed} failed")
     return 1 if failed and not done else 0
+
+
+def _phases(result: WorkloadResult) -> str:
+    """Inside the harness processes, summed over them: `; inside: imports 21, ...`."""
+    totals: dict[str, float] = {}
+    for key, spent in result.phases.items():
+        phase = key.rsplit(" ", 1)[-1]
+        totals[phase] = totals.get(phase, 0.0) + spent
+    return "; inside: " + ", ".join(f"{k} {v:.0f}" for k, v in totals.items()) if totals else ""
 
 
 def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:

@@ -222,6 +222,7 @@ class TimerGuard:
 
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
+    begin = time.perf_counter()
     timing, inputs, launch_capture = _load_project()
     import torch
 
@@ -235,6 +236,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     out_dir = Path(job.get("outputs_dir") or ".")
     check_only = bool(job.get("check_only"))
     results = []
+    # where this process's time went: imports, then per call its inputs, the first (compiling,
+    # autotuning) call that saves the outputs, and the timed or checked calls
+    phases = {"imports": time.perf_counter() - begin, "inputs": 0.0, "outputs": 0.0, "timing": 0.0}
     for i, spec in enumerate(job["calls"]):
         row: dict[str, Any] = {"label": spec["label"]}
         try:
@@ -248,6 +252,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 device,
                 1 if big or check_only or job["metric"] == "cold_wall_time" else 2,
             )
+            phases["inputs"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
             if job.get("save_outputs") and job["metric"] != "cold_wall_time" and not check_only:
                 # before any timing: a kernel that accumulates into its arguments would give
                 # outputs that depend on how many repetitions ran
@@ -256,6 +262,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 row["launched"] = sorted(launched.names)
                 torch.save(saved, out_dir / f"outputs-{i}.pt")
                 row["outputs"] = f"outputs-{i}.pt"
+            phases["outputs"] += time.perf_counter() - t0
+            t_timing = time.perf_counter()
             if check_only:
                 # one call, untimed, nothing saved: the run a checker (compute-sanitizer
                 # memcheck) watches
@@ -286,6 +294,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                     call(r % len(call.sets))
                     times.append((time.perf_counter() - t0) * 1e3)
                 row["times_ms"] = times
+            phases["timing"] += time.perf_counter() - t_timing
             del call
             replaced = guard.replaced()
             if replaced:
@@ -299,7 +308,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         results.append(row)
         if cuda:
             torch.cuda.empty_cache()
-    return {"calls": results}
+    return {"calls": results, "phases": {k: round(v, 2) for k, v in phases.items()}}
 
 
 def main() -> int:

@@ -154,6 +154,10 @@ class WorkloadResult:
     # where the measurement's time went: "<variant>-<round>" per harness process (import,
     # compilation, autotuning, saving outputs, timing), "prepare" (the trees), "compare"
     seconds: dict[str, float] = field(default_factory=dict)
+    # inside each harness process ("<variant>-<round> <phase>"): imports, inputs, outputs (the
+    # first call, which compiles and autotunes), timing; the rest of its `seconds` is the
+    # process's start and the sandbox
+    phases: dict[str, float] = field(default_factory=dict)
     # compute-sanitizer memcheck of the gold's first (smallest) call (`--memcheck`): "clean on
     # small", "<n> errors on small: <first finding>", "not run: <why>"; "" when not asked
     memcheck: str = ""

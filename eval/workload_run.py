@@ -195,6 +195,7 @@ def measure(
     outputs: dict[Variant, list[dict[str, Any] | None]] = {}
     launched: list[tuple[str, ...] | None] = []
     seconds: dict[str, float] = {}
+    phases: dict[str, float] = {}
     for r in range(rounds):
         for v in order if r % 2 == 0 else order[::-1]:
             cache = warm_cache(settings, scratch, v)
@@ -205,6 +206,8 @@ def measure(
             result, run = _run_once(trees[v], workload, settings, v is not Variant.PREDICTION,
                                     cache, save=v not in outputs)  # fmt: skip
             seconds[f"{v}-{r}"] = round(run.wall_s, 2)
+            for name, spent in (result.get("phases") or {}).items():
+                phases[f"{v}-{r} {name}"] = float(spent)
             if "error" in result:
                 errors = [e or f"{v}: {result['error']}" for e in errors]
                 continue
@@ -260,7 +263,7 @@ def measure(
         )
     seconds["compare"] = round(time.perf_counter() - t0, 2)
     summary = summarize_result(task.task_id, workload.metric, calls, environment)
-    return replace(summary, seconds=seconds)
+    return replace(summary, seconds=seconds, phases=phases)
 
 
 def warm_cache(settings: MeasureSettings, scratch: Path, variant: Variant) -> Path:
