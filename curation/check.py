@@ -128,6 +128,7 @@ def _setup_errors(tdir: TaskDir, task: Task) -> list[str]:
     for k in task.kernels:
         for side, rel, store in (
             (BEFORE_DIR, k.old_file or k.file, base),
+            (BEFORE_DIR, k.file, base),  # a kernel moved into a file the base already has
             (AFTER_DIR, k.file, gold),
         ):
             path = tdir.source_path(side, rel)

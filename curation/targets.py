@@ -356,14 +356,28 @@ def setup_patch(
             continue
         done.add(path)
         old = old_paths.get(path, path)
-        if old != path:  # a renamed file: the old one goes, the new one comes
+        if old != path and _renamed_from(section) == old:  # the old file goes, the new comes
             out.append(file_diff(old, base_files.get(old), None))
             out.append(file_diff(path, None, setup[path]))
         else:
+            # the file's own base version (None: a new file), also when its kernel came from
+            # another file that the gold patch keeps or deletes in a section of its own
+            # (flash-linear-attention 7be5c3d716 moves a kernel from chunk_util.py, which it
+            # deletes, into fused_chunk.py, which exists at the base)
             out.append(file_diff(path, base_files.get(path), setup[path]))
     for path in sorted(set(setup) - done):  # a target file the gold patch shows no section for
-        out.append(file_diff(path, base_files.get(old_paths.get(path, path)), setup[path]))
+        out.append(file_diff(path, base_files.get(path), setup[path]))
     return b"".join(out)
+
+
+def _renamed_from(section: bytes) -> str | None:
+    """The old path of a git diff section that renames its file, else None."""
+    for line in section.split(b"\n"):
+        if line.startswith(b"rename from "):
+            return line[len(b"rename from ") :].decode("utf-8", "surrogateescape")
+        if line.startswith(b"@@"):
+            return None
+    return None
 
 
 def split_patch(patch: bytes) -> list[tuple[str, bytes]]:
@@ -464,10 +478,13 @@ def roundtrip_errors(
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for f in files:
-            old = old_paths.get(f, f)
-            if old in base_files:
-                (root / old).parent.mkdir(parents=True, exist_ok=True)
-                (root / old).write_bytes(base_files[old])
+            # the file's base version, and that of the file its kernel came from (a rename's
+            # setup section creates the new path; a kernel moved into a file that exists at
+            # the base changes that file)
+            for path in {f, old_paths.get(f, f)}:
+                if path in base_files:
+                    (root / path).parent.mkdir(parents=True, exist_ok=True)
+                    (root / path).write_bytes(base_files[path])
         try:
             apply_patch(root, b"".join(sections))
         except GitError as exc:

@@ -398,3 +398,37 @@ def test_a_caller_of_a_wrapper_whose_interface_changed_is_a_target(tmp_path: Pat
     assert check_task(tasks["1"]).errors == []  # setup state + gold targets is the gold
     roles2 = {t.name: t.role for t in tasks["2"].load_task().targets}
     assert TargetRole.CALLER not in roles2.values()
+
+
+def test_a_kernel_moved_into_another_existing_file_gives_a_setup_patch_that_applies(
+    tmp_path: Path,
+) -> None:
+    """flash-linear-attention 7be5c3d716 moves a kernel from `chunk_util.py`, which it deletes,
+    into `fused_chunk.py`, which exists at the base; the setup patch treated the move as a
+    renamed file (deleted `chunk_util.py` twice, created `fused_chunk.py` anew) and did not
+    apply (`scripts/check_oracle.py` over the 827 tasks found it and 660a5c583b)."""
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops/__init__.py", "")
+    repo.write("pkg/ops/add.py", ADD_KERNEL)
+    repo.write(
+        "pkg/ops/util.py", "import torch\nimport triton\nimport triton.language as tl\n" + MUL
+    )
+    repo.commit("Initial commit")
+    moved = MUL.replace(
+        "tl.load(x_ptr + offs, mask=mask) * tl.load",
+        "tl.load(x_ptr + offs, mask=mask) * 2.0 * tl.load",
+    )
+    repo.write("pkg/ops/add.py", ADD_KERNEL + moved)
+    repo.rm("pkg/ops/util.py")
+    repo.commit("Move mul next to add and double it (#4)")
+    tdir = _tasks(tmp_path, repo)["4"]
+    task = tdir.load_task()
+    assert [(k.file, k.old_file) for k in task.kernels if k.name == "mul_kernel"] == [
+        ("pkg/ops/add.py", "pkg/ops/util.py")
+    ]
+    tree = _setup_tree(repo, tdir, tmp_path / "setup")
+    add = (tree / "pkg/ops/add.py").read_text()
+    assert "def mul_kernel" in add and "* 2.0" not in add  # the base kernel, in its new file
+    assert not (tree / "pkg/ops/util.py").exists()  # the gold patch's deletion, once
+    assert check_task(tdir).errors == []
