@@ -404,13 +404,15 @@ def new_side_lines(patch: bytes) -> dict[str, list[tuple[int, int]]]:
             if raw.startswith(b"@@"):
                 m = re.match(rb"@@ -\d+(?:,\d+)? \+(\d+)", raw)
                 new = int(m.group(1)) if m else 0
-            elif not new or raw.startswith((b"+++", b"---")):
+            elif not new:  # the file's header lines (`---`, `+++`) come before its first hunk
                 continue
             elif raw.startswith(b"+"):
                 lines.append(new)
                 new += 1
             elif raw.startswith(b"-"):
-                lines.append(max(new - 1, 1))
+                # both neighbours of the deletion: a dropped first decorator leaves a blank
+                # line above and the function's next line below
+                lines += [max(new - 1, 1), new]
             elif raw.startswith(b" ") or raw == b"":
                 new += 1
         spans: list[tuple[int, int]] = []

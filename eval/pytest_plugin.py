@@ -301,14 +301,30 @@ def _first_config_only(original: Callable[..., Any]) -> Callable[..., Any]:
     def bench(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
         found = getattr(autotuner, "_tpb_found", None)
         if found is not None:
-            return [float("inf")] * len(found) if isinstance(found, list) else float("inf")
+            if isinstance(found, (list, tuple)):
+                return type(found)([float("inf")] * len(found))
+            return float("inf")
         result = original(autotuner, *args, **kwargs)
-        times = result if isinstance(result, list) else [result]
+        times = result if isinstance(result, (list, tuple)) else [result]
         if any(t != float("inf") for t in times):
             autotuner._tpb_found = result
         return result
 
     return bench
+
+
+def _no_disk_cache(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Autotuner.check_disk_cache: tune without reading or writing Triton's autotuning cache.
+    A kernel declared with `cache_results=True` caches whatever TRITON_CACHE_AUTOTUNING says
+    (flash-linear-attention's `autotune_cache_kwargs`), and the cache key does not know this
+    run took the first config: the task's base and gold runs would load that choice."""
+
+    @functools.wraps(original)
+    def check(autotuner: Any, tuning_key: Any, configs: Any, bench_fn: Callable[[], Any]) -> bool:
+        bench_fn()
+        return False
+
+    return check
 
 
 class KernelWatcher:
@@ -373,6 +389,7 @@ class KernelWatcher:
             targets += [
                 (autotuner.Autotuner, "run", _tuning_starts),
                 (autotuner.Autotuner, "_bench", _first_config_only),
+                (autotuner.Autotuner, "check_disk_cache", _no_disk_cache),
             ]
             self.note("autotuning: each kernel took the first of its configs that compiles")
         for cls, attr, wrap in targets:

@@ -220,6 +220,7 @@ def select_node_ids(
            "TPB_SELECT_LINES": format_line_ranges(lines)}  # fmt: skip
     if caps.autotune == "first":
         # nor does its choice reach the verdict's runs through the task's autotuning cache
+        # (the plugin also keeps kernels declared with cache_results=True from caching it)
         env |= {"TPB_AUTOTUNE": "first", "TRITON_CACHE_AUTOTUNING": "0"}
     run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
                       extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip

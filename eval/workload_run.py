@@ -206,8 +206,10 @@ def measure(
             result, run = _run_once(trees[v], workload, settings, v is not Variant.PREDICTION,
                                     cache, save=v not in outputs)  # fmt: skip
             seconds[f"{v}-{r}"] = round(run.wall_s, 2)
-            for name, spent in (result.get("phases") or {}).items():
-                phases[f"{v}-{r} {name}"] = float(spent)
+            inside = result.get("phases")  # a prediction's process may write anything here
+            for name, spent in inside.items() if isinstance(inside, dict) else ():
+                if isinstance(spent, int | float) and not isinstance(spent, bool):
+                    phases[f"{v}-{r} {name}"] = float(spent)
             if "error" in result:
                 errors = [e or f"{v}: {result['error']}" for e in errors]
                 continue

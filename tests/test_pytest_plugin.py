@@ -411,3 +411,26 @@ def test_the_selection_autotunes_with_the_first_config_that_runs(tmp_path: Path)
     k = report["kernels"]["tuned_add_kernel"]
     assert k["launched"] is True and k["tuning_launches"] == 2  # one config for each of two keys
     assert any("first of its configs" in n for n in report["notes"]), report["notes"]
+
+
+def test_the_selections_first_config_never_reaches_the_autotuning_cache() -> None:
+    """A kernel declared with `cache_results=True` (flash-linear-attention's kernels) caches its
+    tuning whatever TRITON_CACHE_AUTOTUNING says, under a key that does not know the selection
+    took the first config: the task's base and gold runs, which share the cache, would load it.
+    In that mode the tuning reads and writes no cache."""
+    from triton.runtime.autotuner import Autotuner
+
+    from eval.pytest_plugin import KernelWatcher
+
+    original = Autotuner.__dict__["check_disk_cache"]
+    watcher = KernelWatcher(WatchConfig(kernels=(), out=None, autotune="first"))
+    watcher.patch()
+    try:
+        patched = Autotuner.__dict__["check_disk_cache"]
+        assert patched is not original
+        ran: list[int] = []
+        # the original would touch the cache (and needs a real kernel): it is not called
+        assert patched(object(), ("key",), [], lambda: ran.append(1)) is False and ran == [1]
+    finally:
+        watcher.unpatch()
+    assert Autotuner.__dict__["check_disk_cache"] is original

@@ -43,10 +43,18 @@ diff --git a/tests/test_y.py b/tests/test_y.py
 def test_new_side_lines_of_a_test_patch() -> None:
     lines = new_side_lines(DIFF)
     # the changed decorator (the deletion sits next to the line that replaces it), the new
-    # function, the line a deletion leaves behind
-    assert lines == {"tests/test_x.py": [(3, 4), (21, 24)], "tests/test_y.py": [(7, 7)]}
+    # function, both lines a deletion leaves next to each other
+    assert lines == {"tests/test_x.py": [(3, 4), (21, 24)], "tests/test_y.py": [(7, 8)]}
     assert parse_line_ranges(format_line_ranges(lines)) == {
-        "tests/test_x.py": ((3, 4), (21, 24)), "tests/test_y.py": ((7, 7),)}  # fmt: skip
+        "tests/test_x.py": ((3, 4), (21, 24)), "tests/test_y.py": ((7, 8),)}  # fmt: skip
+    # a dropped first decorator touches the function below it; content lines that start
+    # with `++` or `--` are lines like any other, not file headers
+    dropped = (b"diff --git a/t.py b/t.py\n--- a/t.py\n+++ b/t.py\n@@ -5,4 +5,3 @@\n"
+               b" \n-@pytest.mark.parametrize('B', [1])\n def test_a(B):\n     pass\n")  # fmt: skip
+    assert new_side_lines(dropped) == {"t.py": [(5, 6)]}
+    doubled = (b"diff --git a/t.py b/t.py\n--- a/t.py\n+++ b/t.py\n@@ -1,3 +1,4 @@\n x = 1\n"
+               b"+++y\n---z\n+w = 2\n q = 3\n")  # fmt: skip
+    assert new_side_lines(doubled) == {"t.py": [(2, 3)]}
     assert parse_line_ranges("junk;a.py:x-1;b.py:3-4") == {"b.py": ((3, 4),)}
 
 
