@@ -372,11 +372,17 @@ def setup_patch(
 
 def _renamed_from(section: bytes) -> str | None:
     """The old path of a git diff section that renames its file, else None."""
+    return _header(section, b"rename from ")
+
+
+def _header(section: bytes, prefix: bytes) -> str | None:
+    """The rest of the header line of a git diff section that starts with `prefix` (the lines
+    before its first hunk), else None."""
     for line in section.split(b"\n"):
-        if line.startswith(b"rename from "):
-            return line[len(b"rename from ") :].decode("utf-8", "surrogateescape")
         if line.startswith(b"@@"):
             return None
+        if line.startswith(prefix):
+            return line[len(prefix) :].decode("utf-8", "surrogateescape")
     return None
 
 
@@ -427,16 +433,14 @@ def new_side_lines(patch: bytes) -> dict[str, list[tuple[int, int]]]:
 
 
 def _new_path(section: bytes) -> str:
-    lines = section.split(b"\n")
-    for line in lines:
-        if line.startswith(b"rename to "):
-            return line[len(b"rename to ") :].decode("utf-8", "surrogateescape")
-        if line.startswith(b"+++ b/"):
-            return line[len(b"+++ b/") :].decode("utf-8", "surrogateescape").rstrip("\t")
-    for line in lines:
-        if line.startswith(b"--- a/"):  # a deletion
-            return line[len(b"--- a/") :].decode("utf-8", "surrogateescape").rstrip("\t")
-    header = lines[0].decode("utf-8", "surrogateescape")
+    renamed = _header(section, b"rename to ")
+    if renamed is not None:
+        return renamed
+    for prefix in (b"+++ b/", b"--- a/"):  # the new side, else a deletion's old one
+        path = _header(section, prefix)
+        if path is not None:
+            return path.rstrip("\t")
+    header = section.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
     return header.rsplit(" b/", 1)[-1]
 
 

@@ -100,9 +100,14 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
     return None
 
 
+def target_modules(task: Task) -> list[str]:
+    """The modules the task's targets live in (`fla.ops.utils.op`), sorted."""
+    return sorted(m for f in task.target_files if (m := module_name(f)))
+
+
 def own_packages(task: Task) -> set[str]:
     """The framework's top-level packages the task's targets live in (`fla`, `liger_kernel`)."""
-    return {m.split(".")[0] for f in task.target_files if (m := module_name(f))}
+    return {m.split(".")[0] for m in target_modules(task)}
 
 
 def out_of_memory(nodeid: str, runs: Sequence[RunResult]) -> bool:

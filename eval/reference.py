@@ -32,9 +32,8 @@ from curation.model import (
 )
 from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile
-from curation.testsel import module_name
 from eval.backends import Backend
-from eval.gate import decide, environment_label, hardware_gap
+from eval.gate import decide, environment_label, hardware_gap, target_modules
 from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
 from eval.pytest_plugin import format_line_ranges
 from eval.workload_model import WorkloadResult
@@ -213,7 +212,7 @@ def select_node_ids(
     limit still gives the tests that finished before."""
     caps = caps or SelectionCaps()
     total = caps.total or framework(task.framework).tests.select_max or SELECT_MAX
-    modules = sorted(m for f in task.target_files if (m := module_name(f)))
+    modules = target_modules(task)
     lines = new_side_lines(tdir.read_bytes(TaskFile.TEST_PATCH) or b"")
     env = {"TPB_SELECT_PER_TEST": str(caps.per_test), "TPB_SELECT_MAX": str(total),
            "TPB_SELECT_MODULES": ",".join(modules), "TPB_ISOLATED": "0",

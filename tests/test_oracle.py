@@ -10,16 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from curation.curate import main as curate
 from curation.taskdir import task_dirs
 from eval.model import Variant
 from eval.oracle import oracle_record
 from eval.splice import items_from_prediction, splice_prediction
 from eval.workspace import SourceStore, prepare
-from mining.crawl import main as crawl
 from mining.git import GitRepo
 from tests.gitrepo import TinyRepo
-from tests.tinyfw import CONFTEST, OPS
+from tests.tinyfw import CONFTEST, OPS, mine
 
 HELPERS = """import os
 
@@ -61,9 +59,7 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     repo.write("pkg/ops.py", GOLD_OPS)
     repo.write("tests/test_scaled.py", TEST)
     repo.commit("Scale x in add (#7)")
-    work, tasks = root / "work", root / "tasks"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    _work, tasks = mine(repo.path, root)
     return repo.path, tasks
 
 

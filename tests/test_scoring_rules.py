@@ -11,36 +11,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from curation.curate import main as curate
 from curation.taskdir import task_dirs
 from eval.__main__ import main as eval_main
-from mining.crawl import main as crawl
 from tests.gitrepo import TinyRepo
-from tests.tinyfw import CONFTEST
-from tests.tinyfw import OPS as TINY_OPS
-
-# the tiny framework's add kernel, wrong for negative x (it adds |x|); the PR fixes that
-OPS = TINY_OPS.replace("x + y * 0.0", "tl.abs(x) + y")
-GOLD = OPS.replace("tl.abs(x) + y", "x + y")
-
-TEST_POSITIVE = """import torch
-
-from pkg.ops import add
-
-
-def test_positive():
-    x = torch.arange(1, 101, dtype=torch.float32)
-    torch.testing.assert_close(add(x, x), 2 * x)
-"""
-TEST_NEGATIVE = """import torch
-
-from pkg.ops import add
-
-
-def test_negative():
-    x = -torch.arange(1, 101, dtype=torch.float32)
-    torch.testing.assert_close(add(x, torch.ones(100)), x + 1)
-"""
+from tests.tinyfw import CONFTEST, TEST_NEGATIVE, TEST_POSITIVE, mine
+from tests.tinyfw import SIGN_GOLD as GOLD
+from tests.tinyfw import SIGN_OPS as OPS
 
 HEAD = (
     "@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
@@ -68,9 +44,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     repo.write("pkg/ops.py", GOLD)
     repo.write("tests/test_negative.py", TEST_NEGATIVE)
     repo.commit("Keep the sign of x in add (#3)")
-    work, tasks = root / "work", root / "tasks"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    work, tasks = mine(repo.path, root)
     common = ["--tasks", str(tasks), "--work", str(work), "--no-isolated-timing",
               "--timeout", "120", "--triton-cache", str(root / "cache")]  # fmt: skip
     assert eval_main(["reference", *common, "--runs", "1", "--out", str(root / "ref")]) == 0

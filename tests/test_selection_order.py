@@ -83,38 +83,23 @@ pytest.importorskip("triton")
 
 
 def test_a_cap_of_one_test_still_finds_the_prs_fail_to_pass_test(tmp_path) -> None:
-    from curation.curate import main as curate
     from curation.taskdir import task_dirs
     from eval.__main__ import main as eval_main
-    from mining.crawl import main as crawl
     from tests.gitrepo import TinyRepo
-    from tests.tinyfw import CONFTEST
-    from tests.tinyfw import OPS as TINY_OPS
+    from tests.tinyfw import CONFTEST, SIGN_GOLD, SIGN_OPS, TEST_NEGATIVE, TEST_POSITIVE, mine
 
-    ops = TINY_OPS.replace("x + y * 0.0", "tl.abs(x) + y")  # wrong for negative x
-    old_test = (
-        "import torch\n\nfrom pkg.ops import add\n\n\n"
-        "def test_positive():\n"
-        "    x = torch.arange(1, 101, dtype=torch.float32)\n"
-        "    torch.testing.assert_close(add(x, x), 2 * x)\n"
-    )
-    new_test = old_test + (
-        "\n\ndef test_negative():\n"
-        "    x = -torch.arange(1, 101, dtype=torch.float32)\n"
-        "    torch.testing.assert_close(add(x, torch.ones(100)), x + 1)\n"
-    )
+    # the PR appends its fail-to-pass test to the file of the pass-to-pass one
+    new_test = TEST_POSITIVE + TEST_NEGATIVE.split("from pkg.ops import add\n", 1)[1]
     repo = TinyRepo(tmp_path / "fw")
     repo.write("conftest.py", CONFTEST)
     repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", ops)
-    repo.write("tests/test_add.py", old_test)
+    repo.write("pkg/ops.py", SIGN_OPS)
+    repo.write("tests/test_add.py", TEST_POSITIVE)
     repo.commit("Add the add kernel")
-    repo.write("pkg/ops.py", ops.replace("tl.abs(x) + y", "x + y"))
+    repo.write("pkg/ops.py", SIGN_GOLD)
     repo.write("tests/test_add.py", new_test)
     repo.commit("Keep the sign of x in add (#5)")
-    work, tasks = tmp_path / "work", tmp_path / "tasks"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    work, tasks = mine(repo.path, tmp_path)
     assert eval_main(["reference", "--tasks", str(tasks), "--work", str(work),
                       "--no-isolated-timing", "--timeout", "120", "--runs", "1",
                       "--select-max", "1", "--select-per-test", "1",

@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 
 from curation.check import check_task
-from curation.curate import main as curate_main
 from curation.hardware import detect
 from curation.model import TargetRole, TargetStatus, Vendor
 from curation.targets import STUB_MESSAGE, stub
 from curation.taskdir import TaskDir, TaskFile, task_dirs
-from mining.crawl import main as crawl
 from tests.gitrepo import TinyRepo
 from tests.kernels_src import ADD_KERNEL, ADD_KERNEL_SCALED
+from tests.tinyfw import mine
 
 MUL = '''
 
@@ -59,10 +58,7 @@ def neg(x):
 
 
 def _tasks(tmp_path: Path, repo: TinyRepo) -> dict[str, TaskDir]:
-    work = tmp_path / "work"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    tasks = tmp_path / "tasks"
-    assert curate_main(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    _work, tasks = mine(repo.path, tmp_path)
     return {t.id.split("__")[1]: t for t in task_dirs(tasks)}
 
 

@@ -75,7 +75,38 @@ def make_task_env(root: Path, extra: dict[str, str] | None = None) -> tuple[Path
     repo.write("pkg/ops.py", GOLD_OPS)
     repo.write("tests/test_values.py", TEST_VALUES)
     repo.commit("Fix wrong result of the add kernel (#7)")
-    work, tasks = root / "work", root / "tasks"
-    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
-    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    work, tasks = mine(repo.path, root)
     return repo.path, work, tasks
+
+
+def mine(repo: Path, root: Path) -> tuple[Path, Path]:
+    """(work dir, tasks dir): the repository at `repo` crawled and curated under `root`."""
+    work, tasks = root / "work", root / "tasks"
+    assert crawl([str(repo), "--out", str(work), "--quiet", "--no-github"]) == 0
+    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    return work, tasks
+
+
+# the add kernel wrong for negative x (it adds |x|), which a PR fixes: a test on negative inputs
+# is fail-to-pass, one on positive inputs pass-to-pass
+SIGN_OPS = OPS.replace("x + y * 0.0", "tl.abs(x) + y")
+SIGN_GOLD = SIGN_OPS.replace("tl.abs(x) + y", "x + y")
+
+TEST_POSITIVE = """import torch
+
+from pkg.ops import add
+
+
+def test_positive():
+    x = torch.arange(1, 101, dtype=torch.float32)
+    torch.testing.assert_close(add(x, x), 2 * x)
+"""
+TEST_NEGATIVE = """import torch
+
+from pkg.ops import add
+
+
+def test_negative():
+    x = -torch.arange(1, 101, dtype=torch.float32)
+    torch.testing.assert_close(add(x, torch.ones(100)), x + 1)
+"""
