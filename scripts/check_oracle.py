@@ -1,7 +1,7 @@
 """Check the gold oracle on CPU: the gold targets, scored as a prediction, must be the gold.
 
     python scripts/check_oracle.py tasks --repo-path liger-kernel=PATH [--repo-path ...] \\
-        [--task-file ids.txt] [--jobs 6] [--out report.json]
+        [--work work] [--task-file ids.txt] [--jobs 6] [--out report.json]
 
 For each task, `eval.oracle.oracle_record(..., "gold", ...)` is spliced into the setup state
 (`prepare(..., Variant.PREDICTION, record)`) and every file the gold patch touches is compared
@@ -34,12 +34,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.errors import one_line
 from curation.targets import split_patch
-from curation.taskdir import TaskDir, TaskFile, task_dirs
+from curation.taskdir import TaskDir, TaskFile
+from eval.errors import EvalError
 from eval.model import Variant
 from eval.oracle import oracle_record
+from eval.session import EvalSettings, select_tasks
 from eval.workspace import SourceStore, prepare
 from mining.errors import GitError
 from mining.git import GitRepo
+from mining.store import repo_paths
 
 IDENTICAL, MISMATCH, ERROR, SKIPPED = "identical", "mismatch", "error", "skipped"
 HINT_LINES = 3
@@ -139,25 +142,6 @@ def _worker(task_path: str, repo_path: str) -> dict[str, Any]:
         return {"task_id": tdir.id, "status": ERROR, "stage": "setup", "message": one_line(exc)}
 
 
-def _select(root: Path, task_file: Path | None) -> list[TaskDir]:
-    tdirs = task_dirs(root)
-    if task_file is None:
-        return tdirs
-    wanted = [x.strip() for x in task_file.read_text().splitlines() if x.strip()]
-    by_id = {t.id: t for t in tdirs}
-    return [by_id[w] for w in dict.fromkeys(wanted) if w in by_id]
-
-
-def _repo_paths(items: list[str]) -> dict[str, Path]:
-    out = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise ValueError(f"--repo-path wants NAME=PATH, got {item!r}")
-        out[name] = Path(path)
-    return out
-
-
 def _line(r: dict[str, Any]) -> str:
     if r["status"] == MISMATCH:
         more = f" (+{len(r['differing']) - 1} more files)" if len(r["differing"]) > 1 else ""
@@ -194,14 +178,15 @@ def main(argv: list[str] | None = None) -> int:
         "--repo-path", action="append", default=[], metavar="NAME=PATH",
         help="repository of the framework NAME (task.json's `framework`; repeatable)",
     )  # fmt: skip
+    ap.add_argument("--work", type=Path, default=Path("work"), help="mining work dir (repo paths)")
     ap.add_argument("--task-file", type=Path, help="only the task ids this file lists, one a line")
     ap.add_argument("--jobs", type=int, default=1, help="tasks checked at once (processes)")
     ap.add_argument("--out", type=Path, help="write the results and counts here as JSON")
     args = ap.parse_args(argv)
     try:
-        repos = _repo_paths(args.repo_path)
-        tdirs = _select(args.tasks, args.task_file)
-    except (ValueError, OSError) as exc:
+        repos = repo_paths(args.work, args.repo_path)
+        tdirs = select_tasks(EvalSettings(tasks=args.tasks, task_file=args.task_file))
+    except (ValueError, OSError, EvalError) as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     results: list[dict[str, Any]] = []
