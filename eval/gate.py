@@ -29,12 +29,17 @@ from datetime import UTC, datetime
 from curation.model import Hardware, Task, TaskType, Verification, VerificationStatus
 from curation.testsel import module_name
 from eval.model import OUT_OF_MEMORY, Environment, FailureClass, RunResult
-from eval.workload_model import MIN_GOLD_US, WorkloadResult
+from eval.workload_model import MIN_GOLD_US, WorkloadResult, totals_separated
 
 MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
+# a test's own skip for want of a package: "Skipped: causal_conv1d is not installed"
+_NOT_INSTALLED = re.compile(r"Skipped: (?:.*?\s)?'?([A-Za-z_][\w.]*)'? is not installed")
+# a frame of an installed package in pytest's traceback, and the error it ends with
+_SITE_FRAME = re.compile(r"site-packages/([A-Za-z_]\w*)/[^\n:]*:\d+: in \w+")
+_ERROR_LINE = re.compile(r"^E\s+(\w+(?:Error|Exception)\b.*)$", re.M)
 # a test's own skip for want of devices: "At least 2 GPUs required", "requires 4 GPUs"
 _FEW_GPUS = re.compile(r"(?:at least|requires?|needs?)\s+(\d+)\s+(?:GPUs|CUDA devices|devices)\b",
                        re.I)  # fmt: skip
@@ -72,10 +77,24 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
     attention #444's merge commit imports `fla.ops.comba.cumsum`, which it never added), or
     installed packages there in another version than the task's (Python names the deepest
     module it could not find, so `No module named 'a.b'` means `a` was found; `cannot import
-    name 'X' from 'a.b'` too). None when no import failed."""
+    name 'X' from 'a.b'` too), a test module whose import failed inside an installed package
+    (flash-linear-attention's older models register a name `transformers` now has itself: "'bitnet'
+    is already used by a Transformers config"; that task wants its own transformers), or a
+    selection whose every test skipped for a package "is not installed". None when no import
+    failed."""
     missing: set[str] = set()
     lacks: dict[str, set[str]] = {}
+    rejected: dict[str, str] = {}  # installed package -> the error it raised at import
     for r in runs:
+        if r.tests and all(t.outcome == "skipped" for t in r.tests):
+            missing.update(
+                m.split(".")[0] for t in r.tests for m in _NOT_INSTALLED.findall(t.message or "")
+            )
+        for t in r.tests:
+            if t.outcome == "error" and " in <module>" in (t.message or ""):
+                frames, err = _SITE_FRAME.findall(t.message), _ERROR_LINE.findall(t.message)
+                if frames and err and frames[-1] not in own:
+                    rejected.setdefault(frames[-1], err[-1].strip()[:120])
         for text in (r.detail, *(t.message for t in r.tests)):
             for mod in _MISSING.findall(text or ""):
                 top, _, rest = mod.partition(".")
@@ -97,6 +116,10 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
         return f"the framework's own code does not import at this commit: {lacking(mine)}"
     if lacks:
         return f"installed package version differs from the task's pins: {lacking(lacks)}"
+    if rejected:
+        return "the framework does not import with the installed " + "; ".join(
+            f"{pkg} ({err})" for pkg, err in sorted(rejected.items())
+        )
     return None
 
 
@@ -181,7 +204,7 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
         return False, f"workload too small: {measured} (the gold needs >= {MIN_GOLD_US:.0f} us)"
     if ratio < MIN_SPEEDUP:
         return False, f"gold not faster enough on the workload: {measured} (needs {MIN_SPEEDUP}x)"
-    if not result.separated:
+    if not totals_separated(result.calls):
         return False, f"workload spreads overlap: {measured} (gold p75 >= base p25 in total)"
     slower = [
         f"{c.label}: gold {c.gold.median_ms:.4g} vs base {c.base.median_ms:.4g} ms"

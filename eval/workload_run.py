@@ -39,6 +39,8 @@ from eval.workload_model import (
     Timing,
     Workload,
     WorkloadResult,
+    spread_total,
+    totals_separated,
 )
 from eval.workload_plan import Captured, TreeView, captured_launch, plan_workload
 
@@ -288,20 +290,8 @@ def summarize_result(
     task_id: str, metric: Metric, calls: Sequence[CallResult], environment: str = ""
 ) -> WorkloadResult:
     """Totals, the gold's speedup and whether the totals' spreads are apart."""
-
-    def total(pick: str, stat: str = "median_ms") -> float | None:
-        ts = [getattr(c, pick) for c in calls]
-        if not ts or any(t is None for t in ts):
-            return None
-        return round(sum(getattr(t, stat) for t in ts), 6)
-
-    base, gold, pred = total("base"), total("gold"), total("prediction")
-    # the workload's metric is the total: its spreads are apart when the gold's p75 summed over
-    # the sizes is below the base's p25 summed (a size where the gold is slower is named by the
-    # gate, not hidden: Liger-Kernel #815 is 1.6x slower at its small size, 4.3x faster at its
-    # large one on the H200)
-    gold_p75, base_p25 = total("gold", "p75_ms"), total("base", "p25_ms")
-    separated = gold_p75 is not None and base_p25 is not None and gold_p75 < base_p25
+    base, gold = spread_total(calls, "base"), spread_total(calls, "gold")
+    pred = spread_total(calls, "prediction")
     return WorkloadResult(
         task_id=task_id,
         metric=metric,
@@ -312,7 +302,7 @@ def summarize_result(
         gold_total_ms=gold,
         prediction_total_ms=pred,
         speedup=round(base / gold, 4) if base and gold else None,
-        separated=separated,
+        separated=totals_separated(calls),
     )
 
 

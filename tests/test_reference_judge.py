@@ -253,3 +253,47 @@ def test_a_selection_whose_every_test_wants_more_gpus_is_out_of_scope() -> None:
                     detail="every selected test was skipped")  # fmt: skip
     verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
     assert verdict.status == "unverified" and "selection run failed" in verdict.reason
+
+
+def test_a_test_module_that_an_installed_package_rejects_names_that_package() -> None:
+    """flash-linear-attention #379, #384, #386 on the H200 (2026-12-03): their commits register
+    a model type the installed transformers now has itself, so every test module failed to
+    import; the gate had said "the selection run failed (test_failure)"."""
+    message = (
+        "tests/ops/test_x.py:8: in <module>\n    from fla.ops.x import op\n"
+        "fla/__init__.py:23: in <module>\n    from fla.models import XConfig\n"
+        "fla/models/x/__init__.py:8: in <module>\n    AutoConfig.register('x', XConfig)\n"
+        "/venv/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py:140:"
+        " in register\n    raise ValueError(...)\n"
+        "E   ValueError: 'x' is already used by a Transformers config, pick another name."
+    )
+    tests = (TestOutcome("tests/ops/test_x.py", "error", 0.0, message),)
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, tests, 26.0,
+                    detail=message[:60])  # fmt: skip
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
+    assert verdict.reason == (
+        "the framework does not import with the installed transformers (ValueError: 'x' is "
+        "already used by a Transformers config, pick another name.)"
+    )
+    # the same error raised by the framework's own package is no installed package's doing
+    own = message.replace("site-packages/transformers/", "site-packages/fla/")
+    tests = (TestOutcome("tests/ops/test_x.py", "error", 0.0, own),)
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, tests, 26.0)
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
+    assert verdict.reason.startswith("the selection run failed (test_failure)")
+
+
+def test_a_selection_whose_every_test_skips_for_a_package_names_it() -> None:
+    """flash-linear-attention #388 (H200, 2026-12-03): every selected test skipped with
+    "causal_conv1d is not installed"; a skip among passing tests names nothing."""
+    skips = ("Skipped: causal_conv1d is not installed", "Skipped: mamba_ssm is not installed.")
+    tests = tuple(TestOutcome(f"t{i}", "skipped", 0.0, m) for i, m in enumerate(skips))
+    sel = RunResult("t", Variant.GOLD, 0, 0, FailureClass.INFRA, False, tests, 26.0,
+                    detail="every selected test was skipped")  # fmt: skip
+    verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
+    assert verdict.reason == "missing package(s) causal_conv1d, mamba_ssm"
+    mixed = (*tests[1:], TestOutcome("t9", "failed", 3.0, "AssertionError: dg diff"))
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, mixed, 26.0,
+                    detail="dg diff")  # fmt: skip
+    verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
+    assert verdict.reason == "the selection run failed (test_failure): dg diff"

@@ -743,6 +743,11 @@ def test_the_gate_judges_the_total_and_names_a_size_where_the_gold_is_slower() -
         [CallResult(SizeLabel.SMALL, _t(1.0, 0.15), _t(0.85, 0.15), base_matches=True)],
     )
     assert not noisy.separated and "spreads overlap" in workload_verdict(noisy)[1]
+    # #815's workload_result.json was measured on 2026-12-02 while the rule was per size, and
+    # stored `separated: false`; `eval rejudge` (2026-12-03) read that flag and withdrew the
+    # task. The gate judges the calls by today's rule, whatever flag was stored.
+    stale = replace(result, separated=False)
+    assert workload_verdict(stale)[0]
 
 
 SANITIZER_LOG_CLEAN = """========= COMPUTE-SANITIZER
