@@ -241,7 +241,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
 
-    from eval.score import load_predictions, ran, score_all
+    from eval.score import WORKLOAD_NOT_RUN, load_predictions, ran, score_all
     from eval.session import EvalSettings, make_backend, scratch_dir, select_tasks
 
     settings = from_args(EvalSettings, args)
@@ -263,6 +263,12 @@ def cmd_score(args: argparse.Namespace) -> int:
     for s in scores:
         if s.has_prediction and not ran(s):
             print(f"{s.task_id}: not run: {s.detail}", file=sys.stderr)
+    untimed = [s.task_id for s in scores if WORKLOAD_NOT_RUN in s.flags]
+    if untimed:
+        print(f"note: {len(untimed)} optimization task(s) verified on a workload were not timed "
+              f"on it ({WORKLOAD_NOT_RUN}, not credited): {untimed[:5]}; run `python -m eval "
+              f"workload --predictions {args.predictions} --out {args.out}` and score again",
+              file=sys.stderr)  # fmt: skip
     if not any(ran(s) for s in scores):
         tried = [s for s in scores if s.has_prediction]
         why = (

@@ -46,5 +46,6 @@ def test_resolve_framework_names_the_choices_on_an_unknown_spec() -> None:
 def test_test_hints_of_the_kernel_libraries() -> None:
     liger = framework("liger-kernel").tests
     assert liger.pythonpath == ("src",) and liger.date_pinned == ("transformers",)
-    assert framework("flash-linear-attention").tests.min_timeout_s >= 300
+    fla = framework("flash-linear-attention").tests
+    assert fla.min_timeout_s >= 300 and fla.date_pinned == ("transformers",)
     assert framework("someone__else").tests.min_timeout_s == 0.0

@@ -5,12 +5,14 @@ and one on positive inputs pass-to-pass. Run on the CPU with TRITON_INTERPRET=1.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from core.files import write_record
 from curation.taskdir import task_dirs
 from eval.__main__ import main as eval_main
 from tests.gitrepo import TinyRepo
@@ -71,6 +73,12 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         out = root / f"oracle_{oracle}"
         assert eval_main(["score", str(preds), *common, "--out", str(out)]) == 0
         [rows[f"oracle_{oracle}"]] = json.loads((out / "report.json").read_text())["tasks"]
+    rows["_paths"] = {
+        "root": root,
+        "tasks": tasks,
+        "common": common,
+        "gold": root / "oracle_gold.jsonl",
+    }
     return rows
 
 
@@ -107,3 +115,46 @@ def test_the_setup_state_as_a_prediction_does_not_complete(scored) -> None:
     assert "tl.abs(x)" in next(k["source"] for k in record["kernels"] if k["name"] == "add_kernel")
     row = scored["oracle_setup"]
     assert not row["passed"] and row["failure"] == "test_failure"
+
+
+def test_an_optimization_verified_on_its_workload_is_not_judged_on_the_tests(scored) -> None:
+    """Liger-Kernel #815 on the H200 (2026-12-03): its gold, 3.28x faster than the setup state
+    on its workload, was 0.90x on its tests' tiny shapes, and `eval score` without a workload
+    run called the gold "correct, but" too slow. A task verified on its workload is flagged
+    `workload_not_run` until the run has the prediction's workload times; scoring the same run
+    again once it has them rescores that task (one line a task in results.jsonl)."""
+    from curation.taskdir import TaskFile
+    from eval.workload_model import CallResult, Metric, SizeLabel, Timing
+    from eval.workload_run import summarize_result
+
+    paths = scored["_paths"]
+    tasks = paths["root"] / "opt_tasks"
+    shutil.copytree(paths["tasks"], tasks)
+    [tdir] = task_dirs(tasks)
+    task = json.loads((tdir.root / "task.json").read_text())
+    task["task_type"]["type"] = "optimization"
+    (tdir.root / "task.json").write_text(json.dumps(task))
+
+    def timing(ms: float) -> Timing:
+        return Timing(ms, ms * 0.99, ms * 1.01, 100)
+
+    def result(pred: float | None) -> CallResult:
+        return CallResult(SizeLabel.LARGE, timing(3.0), timing(1.0),
+                          timing(pred) if pred else None, True, True if pred else None)  # fmt: skip
+
+    write_record(tdir.root / TaskFile.WORKLOAD_RESULT,
+                 summarize_result(tdir.id, Metric.KERNEL_TIME, [result(None)]))  # fmt: skip
+    common = [*paths["common"][:1], str(tasks), *paths["common"][2:]]
+    out = paths["root"] / "opt_run"
+    assert eval_main(["score", str(paths["gold"]), *common, "--out", str(out)]) == 0
+    [row] = json.loads((out / "report.json").read_text())["tasks"]
+    assert row["exec_ok"] and not row["passed"] and row["flags"] == ["workload_not_run"]
+    assert "not timed on the task's workload" in row["detail"]
+    # `eval workload --predictions P --out RUN` writes the prediction's times there
+    (out / tdir.id).mkdir(parents=True, exist_ok=True)
+    write_record(out / tdir.id / TaskFile.WORKLOAD_RESULT,
+                 summarize_result(tdir.id, Metric.KERNEL_TIME, [result(1.01)]))  # fmt: skip
+    assert eval_main(["score", str(paths["gold"]), *common, "--out", str(out)]) == 0
+    [row] = json.loads((out / "report.json").read_text())["tasks"]
+    assert row["passed"] and row["workload"] and row["flags"] == []
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1
