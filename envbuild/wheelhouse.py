@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -125,29 +127,62 @@ def trim(dest: Path, pins: Sequence[str], host: dict[str, str]) -> list[str]:
     return removed
 
 
+_NO_BINARY = re.compile(r"No matching distribution found for (\S+)")
+
+
 def download(
     pins: Sequence[str],
     dest: Path,
     python_version: str,
     platforms: Sequence[str] = PLATFORMS,
     host: dict[str, str] | None = None,
+    pip_args: Sequence[str] = (),
 ) -> int:
     """Download the wheels of `pins` and their dependencies into `dest` (without those the
-    `host` package set already satisfies); the bytes kept."""
+    `host` package set already satisfies); the bytes kept. A dependency published only as a
+    source distribution is built here into a pure-Python wheel (omegaconf needs
+    antlr4-python3-runtime 4.9, an sdist); `pip_args` go to every pip call (an index)."""
     dest.mkdir(parents=True, exist_ok=True)
     (dest / REQUIREMENTS).write_text("".join(f"{p}\n" for p in pins))
     args = [
         sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(dest),
         "--python-version", python_version, "--implementation", "cp",
         *(x for plat in platforms for x in ("--platform", plat)), "-r", str(dest / REQUIREMENTS),
+        "--find-links", str(dest), *pip_args,
     ]  # fmt: skip
-    proc = subprocess.run(args, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
+    built: set[str] = set()
+    while True:
+        proc = subprocess.run(args, capture_output=True, text=True, check=False)
+        if proc.returncode == 0:
+            break
         last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
-        raise EnvBuildError(f"wheelhouse {dest.name}: {last}")
+        wanted = _NO_BINARY.search(proc.stderr)
+        if wanted is None or wanted.group(1) in built:
+            raise EnvBuildError(f"wheelhouse {dest.name}: {last}")
+        why = pure_wheel(wanted.group(1), dest, pip_args)
+        if why:
+            raise EnvBuildError(f"wheelhouse {dest.name}: {last} ({why})")
+        built.add(wanted.group(1))
     if host:
         trim(dest, pins, host)
     return sum(f.stat().st_size for f in dest.glob("*.whl"))
+
+
+def pure_wheel(requirement: str, dest: Path, pip_args: Sequence[str] = ()) -> str | None:
+    """Build `requirement` from its source distribution into a wheel in `dest`; None when it
+    gave a pure-Python one (`-none-any`, good on any target), else why not (a compiled wheel
+    would be built for this machine, not for the GPU machine's interpreter)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp, *pip_args,
+               requirement]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        wheels = list(Path(tmp).glob("*.whl"))
+        if proc.returncode != 0 or len(wheels) != 1:
+            return "no wheel could be built from its source distribution"
+        if not wheels[0].name.endswith("-none-any.whl"):
+            return f"its source distribution builds a compiled wheel ({wheels[0].name})"
+        shutil.move(str(wheels[0]), dest / wheels[0].name)
+    return None
 
 
 INSTALLED = ".installed"  # written last: a venv without it is half made

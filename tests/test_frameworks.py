@@ -48,4 +48,5 @@ def test_test_hints_of_the_kernel_libraries() -> None:
     assert liger.pythonpath == ("src",) and liger.date_pinned == ("transformers",)
     fla = framework("flash-linear-attention").tests
     assert fla.min_timeout_s >= 300 and fla.date_pinned == ("transformers",)
+    assert framework("megatron-lm").tests.date_pinned == ("pydantic", "omegaconf")
     assert framework("someone__else").tests.min_timeout_s == 0.0

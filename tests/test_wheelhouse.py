@@ -180,3 +180,36 @@ def test_a_score_never_mixes_the_package_sets_of_reference_and_prediction(tmp_pa
     assert not (tmp_path / "plain" / tdir.id).exists()  # refused before any run
     row = score("pinned", "--wheelhouse", str(wheels))
     assert row["passed"], row
+
+
+def test_a_dependency_published_only_as_a_source_distribution_is_built_pure(
+    tmp_path: Path,
+) -> None:
+    """omegaconf 2.3 needs antlr4-python3-runtime 4.9, published only as an sdist: the
+    binary-only download failed ("No matching distribution found"). A pure-Python package is
+    built into a `-none-any` wheel and the download goes on."""
+    import tarfile
+
+    from envbuild.wheelhouse import download
+
+    src = tmp_path / "sdistdep-1.0"
+    (src / "sdistdep").mkdir(parents=True)
+    (src / "sdistdep" / "__init__.py").write_text("VERSION = '1.0'\n")
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "sdistdep"\nversion = "1.0"\n'
+        '[tool.setuptools]\npackages = ["sdistdep"]\n'
+    )
+    index = tmp_path / "index"
+    index.mkdir()
+    with tarfile.open(index / "sdistdep-1.0.tar.gz", "w:gz") as tar:
+        tar.add(src, arcname="sdistdep-1.0")
+    build_wheel(tmp_path, "binarydep", "2.0", requires=("sdistdep==1.0",)).rename(
+        index / "binarydep-2.0-py3-none-any.whl"
+    )
+    dest = tmp_path / "wh"
+    local = ("--no-index", "--find-links", str(index), "--no-build-isolation")
+    size = download(["binarydep==2.0"], dest, "3.12", pip_args=local)
+    names = sorted(w.name for w in dest.glob("*.whl"))
+    assert names == ["binarydep-2.0-py3-none-any.whl", "sdistdep-1.0-py3-none-any.whl"]
+    assert size == sum(w.stat().st_size for w in dest.glob("*.whl"))
