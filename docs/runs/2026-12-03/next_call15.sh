@@ -8,14 +8,15 @@
 # 2. beside it, the gate on the 30 Liger-Kernel tasks that never had a reference run
 #    (next_call14.sh's list), 6 side by side: their runs take 15-20 s.
 # Carry: .whl .carry/deb .carry/n0 (23 tasks, a 7 MB bundle) .carry/l1 (30 tasks, 7 MB).
-# Usage: next_call15.sh [FROM]: FROM skips the first FROM-1 of n0's list (a second call).
+# Usage: next_call15.sh [FROM]: FROM skips the first FROM-1 of n0's list (a second call; then
+# the Liger-Kernel part does not run again).
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 N=.carry/n0; L=.carry/l1
 tail -n +"${1:-1}" $N/all.txt > $N/this.txt
 S=$(date +%s); END=500
 ( timeout -k 20 -s INT $END python3 -m eval reference --tasks $N/tasks --task-file $N/this.txt --repo-path flash-linear-attention=$N/fla.git --out /tmp/rf --jobs 7 --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 120 --runs 3 --force --deadline 60 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s" ) &
-( timeout -k 15 -s INT $END python3 -m eval reference --tasks $L/tasks --task-file $L/all.txt --repo-path liger-kernel=$L/lig.git --out /tmp/rl --runs 3 --jobs 6 --timeout 150 --select-timeout 150 --select-per-test 1 --select-max 8 --max-node-ids 4 --deadline 330 --scratch /tmp/sl --triton-cache /tmp/tcl > $O/liger.log 2>&1; echo "liger rc $? after $(( $(date +%s) - S )) s" ) &
+[ "${1:-1}" = 1 ] && ( timeout -k 15 -s INT $END python3 -m eval reference --tasks $L/tasks --task-file $L/all.txt --repo-path liger-kernel=$L/lig.git --out /tmp/rl --runs 3 --jobs 6 --timeout 150 --select-timeout 150 --select-per-test 1 --select-max 8 --max-node-ids 4 --deadline 330 --scratch /tmp/sl --triton-cache /tmp/tcl > $O/liger.log 2>&1; echo "liger rc $? after $(( $(date +%s) - S )) s" ) &
 wait
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 for d in $N/tasks $L/tasks; do ( cd $d && find . -maxdepth 2 \( -name task.json -o -name reference.json \) -newer $O/machine.txt -print0 | tar --null -rf /tmp/pack/tasks_$(basename $(dirname $d)).tar -T - ); done
