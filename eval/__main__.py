@@ -346,13 +346,18 @@ def cmd_oracle(args: argparse.Namespace) -> int:
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
     from eval.model import Reference
-    from eval.reference import rejudge
+    from eval.reference import hardware_verdict, rejudge
     from eval.workload_model import WorkloadResult
 
     n = changed = 0
     for tdir in task_dirs(args.tasks):
         old = tdir.load(TaskFile.REFERENCE, Reference)
-        if old is None:
+        if old is None:  # a verdict without its runs (restored from a release): hardware only
+            hardware = hardware_verdict(tdir.load_task())
+            if hardware is not None:
+                tdir.record_verification(hardware)
+                changed += 1
+                print(f"{tdir.id}: {hardware.status} ({hardware.reason}; no reference.json)")
             continue
         workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
         new, verdict = rejudge(tdir.load_task(), old, workload)

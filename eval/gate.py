@@ -45,13 +45,16 @@ _FEW_GPUS = re.compile(r"(?:at least|requires?|needs?)\s+(\d+)\s+(?:GPUs|CUDA de
                        re.I)  # fmt: skip
 
 
-def hardware_gap(needs: Hardware, gpus_here: int, allow_multicast: bool = False) -> str | None:
-    """Why this machine cannot run a task with `needs`; None when it can."""
+def hardware_gap(
+    needs: Hardware, gpus_here: int | None = None, allow_multicast: bool = False
+) -> str | None:
+    """Why this machine cannot run a task with `needs`; None when it can. Without `gpus_here`
+    only what rules out any NVIDIA machine of this harness (another vendor, multicast)."""
     if needs.vendor.value != "nvidia":
         return f"needs a {needs.vendor.value} accelerator"
     if needs.nvlink_multicast and not allow_multicast:
         return "needs NVLink multicast (never enabled by this harness)"
-    if needs.gpus > gpus_here:
+    if gpus_here is not None and needs.gpus > gpus_here:
         return f"needs {needs.gpus} GPUs ({gpus_here} here)"
     return None
 

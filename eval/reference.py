@@ -293,6 +293,19 @@ def run_reference(
     return ref
 
 
+def hardware_verdict(task: Task) -> Verification | None:
+    """`out_of_scope` for a task judged by a run though its curation now says it needs another
+    vendor's accelerator or NVLink multicast (flash-linear-attention #1121, an Ascend backend,
+    ran on the H200 on 2026-12-01 under an older curation that read NVIDIA, and kept "the
+    selection run failed (timeout)"); None when its needs do not rule the run out (a GPU count
+    is the machine's: the gate checks it before running)."""
+    gap = hardware_gap(task.requires)
+    was = task.verification
+    if gap is None or was.status is VerificationStatus.OUT_OF_SCOPE:
+        return None
+    return replace(was, status=VerificationStatus.OUT_OF_SCOPE, reason=gap)
+
+
 def rejudge(
     task: Task, ref: Reference, workload: WorkloadResult | None = None
 ) -> tuple[Reference, Verification | None]:
@@ -301,6 +314,11 @@ def rejudge(
     judged by the old rule and get no verdict; a reference whose selection run chose no node id
     (it failed, timed out, or no test launched a target) is judged from that selection run, as
     the gate does."""
+    hardware = hardware_verdict(task)
+    if hardware is not None:
+        new = replace(ref, valid=False, validity_note=hardware.reason,
+                      verification=str(hardware.status))  # fmt: skip
+        return new, hardware
     base = [r for r in ref.runs if r.variant is Variant.BASE]
     gold = [r for r in ref.runs if r.variant is Variant.GOLD]
     if not ref.node_ids and ref.selection is None:

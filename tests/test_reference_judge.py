@@ -224,9 +224,8 @@ def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None
     note = "the selection run failed (timeout): killed at the time limit"
     ref = Reference("t", ENV, (), empty, empty, (), (), False, note, (), (), selection=sel)
     ran = SimpleNamespace(checked_at="2026-12-03T07:40:00+00:00", setup="0123456789abcdef")
-    t = SimpleNamespace(
-        task_type=SimpleNamespace(type=TaskType.NEW_OP), verification=ran, target_files=frozenset()
-    )
+    t = SimpleNamespace(task_type=SimpleNamespace(type=TaskType.NEW_OP), verification=ran,
+                        target_files=frozenset(), requires=Hardware())  # fmt: skip
     new, verdict = rejudge(t, ref)
     assert verdict is not None and (verdict.status, verdict.reason) == ("unverified", note)
     assert (new.validity_note, new.valid) == (note, False)
@@ -297,3 +296,57 @@ def test_a_selection_whose_every_test_skips_for_a_package_names_it() -> None:
                     detail="dg diff")  # fmt: skip
     verdict, *_ = gate(TaskType.BUG_FIX, [], [], [], selection=sel)
     assert verdict.reason == "the selection run failed (test_failure): dg diff"
+
+
+def test_a_task_now_read_as_another_vendors_is_out_of_scope_when_judged_again(
+    tmp_path,
+) -> None:
+    """flash-linear-attention #1121 (a triton_ascend backend) ran on the H200 on 2026-12-01
+    under a curation that read NVIDIA, and its released verdict said "the selection run failed
+    (timeout)"; the current curation says Ascend. `eval rejudge` makes such a verdict
+    out_of_scope, with or without the reference.json of its runs; a GPU count is not judged
+    again (it is the machine's)."""
+    import json
+
+    from eval.__main__ import main as eval_main
+    from eval.model import Reference, VariantSummary
+    from tests.gitrepo import TinyRepo
+    from tests.tinyfw import OPS, mine
+
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", OPS)
+    repo.commit("Add the add kernel")
+    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "x + y"))
+    repo.commit("Fix add (#3)")
+    _work, tasks = mine(repo.path, tmp_path)
+    [path] = list(tasks.glob("*/task.json"))
+    data = json.loads(path.read_text())
+    data["requires"] = {
+        "gpus": 1,
+        "nvlink_multicast": False,
+        "vendor": "ascend",
+        "evidence": ["pkg/backends/triton_ascend/ops.py: a ascend backend path"],
+    }
+    data["verification"] = {"status": "unverified", "reason": "the selection run failed (timeout)",
+                            "checked_at": "2026-12-01T06:36:56+00:00", "environment": "NVIDIA H200",
+                            "setup": "36cc99c832d47707"}  # fmt: skip
+    path.write_text(json.dumps(data))
+    assert eval_main(["rejudge", "--tasks", str(tasks)]) == 0
+    verdict = json.loads(path.read_text())["verification"]
+    assert (verdict["status"], verdict["reason"]) == ("out_of_scope", "needs a ascend accelerator")
+    assert verdict["checked_at"] == "2026-12-01T06:36:56+00:00"  # when its run was made
+    # with its runs' reference.json, the reference says so too
+    from core.records import from_json
+    from curation.model import Task
+
+    task = from_json(Task, {**data, "verification": data["verification"]})
+    empty = VariantSummary(0, 0, 0.0, 0.0, None, None, None)
+    sel = RunResult("t", Variant.GOLD, 0, None, FailureClass.TIMEOUT, False, (), 180.0)
+    ref = Reference("t", ENV, (), empty, empty, (), (), False, "x", (), (), selection=sel)
+    new, verdict = rejudge(task, ref)
+    assert verdict is not None and verdict.status == "out_of_scope"
+    assert (new.valid, new.validity_note, new.verification) == (
+        False, "needs a ascend accelerator", "out_of_scope")  # fmt: skip
+    # two GPUs wanted is not judged again here: the gate checks it on the machine
+    assert hardware_gap(Hardware(gpus=2)) is None

@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
-# Prepared 2026-12-03 (fourth session) for the next one, not run yet: the gate on the 30
-# Liger-Kernel tasks (feature 25, bug_fix 4, new_op 1; merged 2025-05 to 2026-08, newest first)
-# that never had a reference run: the fresh curation of 2026-12-03 made them and no call took
-# them since (the Ascend-only `*_npu` ones and the 28 optimizations left out). Liger-Kernel's
-# runs take 15-20 s, and 48 of its 85 judged tasks are verified: the cheapest verified tasks
-# left. They date-pin transformers 4.52-5.15 (12 of them 5.3.0); like #1179 and #1201 they run on
-# the host's transformers 5.17, and a task that reads "installed package version differs from
-# the task's pins" goes on its wheelhouse later (`python -m envbuild.wheelhouse`).
-# Carry: .whl .carry/deb .carry/l1 (30 tasks with env.json, a 7 MB bundle of src/ and test/).
+# Prepared 2026-12-03 (fourth session) for the next one, not run yet: the gate on the two
+# Liger-Kernel tasks for one NVIDIA GPU that never had a reference run (#1104, #731; the list
+# first held 30, of which 28 are Ascend kernels under `src/liger_kernel/ops/backends/_ascend/`,
+# out of scope: found before any device time went to them). next_call15.sh runs them too.
+# Carry: .whl .carry/deb .carry/l1 (2 tasks with env.json, a 1.3 MB bundle of src/ and test/).
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 L=.carry/l1
