@@ -1,0 +1,148 @@
+"""Verdicts a rerun may change: the unverified tasks whose GPU verdict came from something the
+pipeline has fixed since, listed per reason so that each list feeds `eval reference
+--task-file` on a GPU machine.
+
+    python scripts/rerun_candidates.py tasks [--repo-path NAME=PATH ...] [--work work] \\
+        [--out lists/]
+
+Reasons (the first that holds decides):
+- `timeout`: "the selection run failed (timeout)". The selection now tunes each kernel with its
+  first config (`--select-autotune first`); on the H200 (2026-12-03) eleven such selections
+  took 36-83 s instead of hitting 180 s, and five of the seven tasks that finished verified.
+- `environment`: the framework did not import with the host's packages ("does not import with
+  the installed ...", "installed package version differs from the task's pins"): run it on
+  the wheelhouse of its pins (`python -m envbuild`, `python -m envbuild.wheelhouse`,
+  `--wheelhouse`).
+- `pr_tests_not_kept`: "no test fails at the setup state and passes with the gold", yet the
+  PR adds or changes test functions and none of them is among the kept node ids. The selection
+  now runs those first (`--reselect`); flash-linear-attention #712 was such a case. Needs the
+  framework's repository (`--repo-path`, or `--work`) to read the test files at the merge
+  commit; without it the reason is not checked and the task is counted as skipped.
+
+Reads: task directories, the frameworks' repositories. Writes, with --out, `<reason>.txt` (task
+ids, newest merge first). Verified and out-of-scope tasks, and tasks never run, are not listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console
+from rich.table import Table
+
+from curation.model import Task, VerificationStatus
+from curation.targets import new_side_lines
+from curation.taskdir import TaskDir, TaskFile, task_dirs
+from mining.git import GitRepo
+from mining.store import repo_paths
+
+TIMEOUT, ENVIRONMENT, PR_TESTS = "timeout", "environment", "pr_tests_not_kept"
+REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS)
+_ENVIRONMENT = ("does not import with the installed", "installed package version differs")
+_NO_F2P = "no test fails at the setup state and passes with the gold"
+
+
+def touched_tests(source: str, spans: list[tuple[int, int]]) -> set[str]:
+    """The test functions (`test*`, decorators included in their span) of a Python file that
+    overlap the line ranges `spans`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            last = node.end_lineno or node.lineno
+            if any(a <= last and first <= b for a, b in spans):
+                names.add(node.name)
+    return names
+
+
+def node_function(node_id: str) -> str:
+    """`tests/t.py::Class::test_x[a-b]` -> `test_x`."""
+    return node_id.split("::")[-1].split("[", 1)[0]
+
+
+def pr_test_functions(task: Task, tdir: TaskDir, repo: GitRepo) -> set[str]:
+    """The test functions the PR adds or changes (test.patch's new side, read at the merge
+    commit)."""
+    spans = new_side_lines(tdir.read_bytes(TaskFile.TEST_PATCH) or b"")
+    files = {p: s for p, s in spans.items() if p.endswith(".py")}
+    if not files:
+        return set()
+    texts = repo.read_files(task.merge_commit, files)
+    return {
+        name
+        for path, data in texts.items()
+        for name in touched_tests(data.decode(errors="replace"), files[path])
+    }
+
+
+def reason_of(task: Task, tdir: TaskDir, repo: GitRepo | None) -> str | None:
+    """Which fixed cause a rerun would now avoid (REASONS), or None; `skipped` when the
+    answer needs the repository and there is none."""
+    v = task.verification
+    if v.status is not VerificationStatus.UNVERIFIED or v.checked_at is None:
+        return None
+    if v.reason.startswith("the selection run failed (timeout)"):
+        return TIMEOUT
+    if any(s in v.reason for s in _ENVIRONMENT):
+        return ENVIRONMENT
+    if _NO_F2P in v.reason:
+        if repo is None:
+            return "skipped"
+        changed = pr_test_functions(task, tdir, repo)
+        kept = {node_function(n) for n in task.tests.node_ids}
+        if changed and not changed & kept:
+            return PR_TESTS
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("tasks", type=Path)
+    ap.add_argument("--repo-path", action="append", default=[], metavar="NAME=PATH")
+    ap.add_argument("--work", type=Path, default=Path("work"), help="mining work dir")
+    ap.add_argument("--out", type=Path, help="write <reason>.txt task lists here")
+    args = ap.parse_args(argv)
+    try:
+        paths = repo_paths(args.work, args.repo_path)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    repos = {name: GitRepo(path) for name, path in paths.items()}
+    found: dict[str, list[tuple[str, str]]] = {r: [] for r in (*REASONS, "skipped")}
+    per: Counter[tuple[str, str]] = Counter()
+    for tdir in task_dirs(args.tasks):
+        task = tdir.load_task()
+        why = reason_of(task, tdir, repos.get(task.framework))
+        if why is None:
+            continue
+        found[why].append((task.merged_at or "", tdir.id))
+        per[(task.framework, why)] += 1
+    table = Table(title="verdicts a rerun may change")
+    for col in ("framework", *REASONS, "skipped (no repository)"):
+        table.add_column(col)
+    for fw in sorted({f for f, _ in per}):
+        table.add_row(fw, *(str(per[(fw, r)]) for r in (*REASONS, "skipped")))
+    Console().print(table)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for why in REASONS:
+            ids = [tid for _, tid in sorted(found[why], reverse=True)]
+            (args.out / f"{why}.txt").write_text("".join(f"{t}\n" for t in ids))
+        print(f"wrote {', '.join(f'{r}.txt' for r in REASONS)} under {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

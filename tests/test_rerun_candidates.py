@@ -1,0 +1,76 @@
+"""scripts/rerun_candidates.py: which unverified verdicts a rerun may change, on a tiny
+framework whose PR fixes a kernel and adds a regression test after an existing one."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.gitrepo import TinyRepo
+from tests.tinyfw import OPS, TEST_NEGATIVE, TEST_POSITIVE, mine
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+from rerun_candidates import main, node_function, touched_tests
+
+NO_F2P = "bug_fix: no test fails at the setup state and passes with the gold"
+
+
+def _task(tmp_path: Path) -> tuple[Path, Path, Path]:
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "tl.abs(x) + y"))
+    repo.write("tests/test_add.py", TEST_POSITIVE)
+    repo.commit("Add the add kernel")
+    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "x + y"))
+    # the PR appends its regression test to the file of an existing one
+    repo.write("tests/test_add.py", TEST_POSITIVE + "\n\n" + TEST_NEGATIVE.split("\n\n\n", 1)[1])
+    repo.commit("Keep the sign of x in add (#3)")
+    work, tasks = mine(repo.path, tmp_path)
+    [path] = list(tasks.glob("*/task.json"))
+    return work, tasks, path
+
+
+def _judge(path: Path, reason: str, node_ids: list[str]) -> None:
+    data = json.loads(path.read_text())
+    data["verification"] = {"status": "unverified", "reason": reason,
+                            "checked_at": "2026-12-01T06:00:00+00:00"}  # fmt: skip
+    data["tests"]["node_ids"] = node_ids
+    path.write_text(json.dumps(data))
+
+
+def test_a_no_fail_to_pass_verdict_that_never_ran_the_prs_test_is_listed(tmp_path: Path) -> None:
+    """flash-linear-attention #712 (H200, 2026-12-03): the selection had kept the file's
+    existing tests and never ran the one its PR adds; "no fail-to-pass" was the old selection's,
+    not the task's. Such a verdict is listed for `--reselect`; one whose kept node ids hold the
+    PR's test is not, nor is a verified task."""
+    work, tasks, path = _task(tmp_path)
+    out = tmp_path / "lists"
+    _judge(path, NO_F2P, ["tests/test_add.py::test_positive"])
+    assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
+    tid = path.parent.name
+    assert (out / "pr_tests_not_kept.txt").read_text() == f"{tid}\n"
+    _judge(path, NO_F2P, ["tests/test_add.py::test_positive", "tests/test_add.py::test_negative"])
+    assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
+    assert (out / "pr_tests_not_kept.txt").read_text() == ""
+    # the other reasons: a selection timeout, a host package that broke the import
+    _judge(path, "the selection run failed (timeout): killed at the time limit", [])
+    assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
+    assert (out / "timeout.txt").read_text() == f"{tid}\n"
+    _judge(path, "the framework does not import with the installed transformers (ValueError)", [])
+    assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
+    assert (out / "environment.txt").read_text() == f"{tid}\n"
+    assert (out / "timeout.txt").read_text() == ""
+
+
+def test_test_functions_and_node_ids() -> None:
+    source = (
+        "import pytest\n\n\n@pytest.mark.parametrize('n', [1])\ndef test_a(n):\n    pass\n\n\n"
+        "def helper():\n    pass\n\n\nclass TestB:\n    def test_b(self):\n        pass\n"
+    )
+    assert touched_tests(source, [(4, 4)]) == {"test_a"}  # its decorator's line
+    assert touched_tests(source, [(9, 10)]) == set()  # not a test
+    assert touched_tests(source, [(15, 15)]) == {"test_b"}
+    assert touched_tests("def test_(:\n", [(1, 1)]) == set()  # unparsable: nothing
+    assert node_function("tests/t.py::TestB::test_b[x-1]") == "test_b"
