@@ -66,6 +66,8 @@ _MEMO = re.compile(
     r"functools\.(lru_)?cache|@(lru_)?cache\b|_cache\s*\[|cache\s*=\s*\{\}|\.get\(\s*key",
 )
 
+# the flag of an optimization task verified on its workload whose prediction was not timed on it
+WORKLOAD_NOT_RUN = "workload_not_run"
 CALL_FAILURES = (
     FailureClass.COMPILE_ERROR,
     FailureClass.CUDA_ERROR,
@@ -279,9 +281,6 @@ def score_task(
         workload=wl is not None,
         efficiency=efficiency,
     )
-
-
-WORKLOAD_NOT_RUN = "workload_not_run"
 
 
 def _detail(
