@@ -230,7 +230,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("test_patch", S, lambda s: s.tdir.read_text(TaskFile.TEST_PATCH),
            "the PR's test changes"),
     Column("tests", TESTS, _tests,
-           "the pytest command, test files, and the fail-to-pass / pass-to-pass test ids"),
+           "the test node ids the GPU chose (`node_ids`: what the eval runs, base, gold and "
+           "predictions alike), their fail-to-pass / pass-to-pass lists, and curation's "
+           "candidate files with the pytest command over them (whole files: minutes each)"),
     Column("env", ENV, _env,
            "pinned Python / torch / triton / CUDA, base image, install recipe, image tag, where "
            "each pin came from"),
