@@ -36,7 +36,7 @@ MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 # a test's own skip for want of a package: "Skipped: causal_conv1d is not installed"
-_NOT_INSTALLED = re.compile(r"Skipped: (?:.*?\s)?'?([A-Za-z_][\w.]*)'? is not installed")
+_NOT_INSTALLED = re.compile(r"Skipped: (?:.*?\s)?'?([A-Za-z_][\w.-]*)'? is not installed")
 # a frame of an installed package in pytest's traceback, and the error it ends with
 _SITE_FRAME = re.compile(r"site-packages/([A-Za-z_]\w*)/[^\n:]*:\d+: in \w+")
 _ERROR_LINE = re.compile(r"^E\s+(\w+(?:Error|Exception)\b.*)$", re.M)
@@ -90,9 +90,7 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
     rejected: dict[str, str] = {}  # installed package -> the error it raised at import
     for r in runs:
         if r.tests and all(t.outcome == "skipped" for t in r.tests):
-            missing.update(
-                m.split(".")[0] for t in r.tests for m in _NOT_INSTALLED.findall(t.message or "")
-            )
+            missing.update(skipped_for_packages([r]))
         for t in r.tests:
             if t.outcome == "error" and " in <module>" in (t.message or ""):
                 frames, err = _SITE_FRAME.findall(t.message), _ERROR_LINE.findall(t.message)
@@ -124,6 +122,19 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
             f"{pkg} ({err})" for pkg, err in sorted(rejected.items())
         )
     return None
+
+
+def skipped_for_packages(runs: Sequence[RunResult]) -> list[str]:
+    """The packages the runs' tests skipped for ("Skipped: causal_conv1d is not installed")."""
+    return sorted(
+        {
+            m.split(".")[0]
+            for r in runs
+            for t in r.tests
+            if t.outcome == "skipped"
+            for m in _NOT_INSTALLED.findall(t.message or "")
+        }
+    )
 
 
 def target_modules(task: Task) -> list[str]:
@@ -292,6 +303,11 @@ def decide(
         return verdict(status, why), *lists
     if not f2p:
         why = f"{task.task_type.type}: no test fails at the setup state and passes with the gold"
+        # the selection's tests that never ran here (flash-linear-attention #361: the PR's own
+        # tests skip without flash-attn): the verdict rests on the others
+        absent = skipped_for_packages([selection] if selection is not None else [])
+        if absent:
+            why += f" (selected tests skip here: {', '.join(absent)} not installed)"
         if starved:
             why = (
                 f"{task.task_type.type}: the setup state failed only by running out of GPU "

@@ -350,3 +350,21 @@ def test_a_task_now_read_as_another_vendors_is_out_of_scope_when_judged_again(
         False, "needs a ascend accelerator", "out_of_scope")  # fmt: skip
     # two GPUs wanted is not judged again here: the gate checks it on the machine
     assert hardware_gap(Hardware(gpus=2)) is None
+
+
+def test_a_no_fail_to_pass_verdict_names_the_packages_its_skipped_tests_wanted() -> None:
+    """flash-linear-attention #361 (H200, 2026-12-03): the PR's own tests skipped ("flash-attn
+    is not installed") and the verdict "no fail-to-pass" rested on two cumsum tests; it now
+    says which selected tests never ran here."""
+    skip = "Skipped: Skipping test because flash-attn is not installed"
+    tests = (TestOutcome("t/test_attn.py::test_parallel", "skipped", 0.0, skip),
+             TestOutcome("t/test_cumsum.py::test_local", "passed", 1.0))  # fmt: skip
+    sel = RunResult("t", Variant.GOLD, 0, 0, FailureClass.NONE, True, tests, 25.0)
+    node = "t/test_cumsum.py::test_local"
+    base = [run(Variant.BASE, i, {node: "passed"}) for i in range(3)]
+    gold = [run(Variant.GOLD, i, {node: "passed"}) for i in range(3)]
+    verdict, *_ = gate(TaskType.FEATURE, [node], base, gold, selection=sel)
+    assert verdict.reason == (
+        "feature: no test fails at the setup state and passes with the gold "
+        "(selected tests skip here: flash-attn not installed)"
+    )
