@@ -8,15 +8,16 @@
 #   b: the gate on the 10 that pin transformers 4.44.0 (wheelhouse 7fb5664f493887ee).
 # Call 11 lost #379, #384, #386 to "'bitnet' is already used by a Transformers config": commits
 # before mid-2025 need the transformers of their day (core/frameworks.toml date_pinned).
-# Carry: .whl (scripts/device_wheels.sh: with cffi) .carry/deb .carry/n1 and, for a, .carry/m2.
+# Carry: .whl (scripts/device_wheels.sh: with cffi) .carry/deb .carry/n1a (or n1b for b) and, for
+# a, .carry/m2: 61 MiB with the tracked tree (17 MB) for a, within the 64 MiB a call carries.
 # Remake on a fresh machine: docs/runs/2026-12-03/next_calls.md, "Carry folders".
 . scripts/device_env.sh
 L=${1:-a}
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
-N=.carry/n1; M=.carry/m2
+N=.carry/n1$L; M=.carry/m2
 S=$(date +%s); END=500
 SEL="--select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 120 --runs 3"
-( timeout -k 20 -s INT $END python3 -m eval reference --tasks $N/tasks --task-file $N/$L.txt --repo-path flash-linear-attention=$N/fla.git --wheelhouse $N/wh --out /tmp/rf --jobs 8 $SEL --deadline 60 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s" ) &
+( timeout -k 20 -s INT $END python3 -m eval reference --tasks $N/tasks --task-file $N/list.txt --repo-path flash-linear-attention=$N/fla.git --wheelhouse $N/wh --out /tmp/rf --jobs 8 $SEL --deadline 60 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s" ) &
 if [ "$L" = a ]; then
   R="--tasks $M/tasks --repo-path megatron-lm=$M/mlm.git --wheelhouse $M/wh --select-per-test 1 --max-node-ids 4 --select-timeout 240 --timeout 300 --runs 3 --scratch /tmp/sm --triton-cache /tmp/tcm"
   ( timeout -k 15 -s INT 330 python3 -m eval reference $R --task-file $M/all.txt --force --out /tmp/rm --jobs 3 --deadline 30 > $O/mlm.log 2>&1; echo "mlm rc $? after $(( $(date +%s) - S )) s"
