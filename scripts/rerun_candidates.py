@@ -19,8 +19,12 @@ Reasons (the first that holds decides):
   framework's repository (`--repo-path`, or `--work`) to read the test files at the merge
   commit; without it the reason is not checked and the task is counted as skipped.
 
+And `never_run`: the tasks for one NVIDIA GPU that never had a GPU verdict (optimizations left
+out: they need a workload too), new_op first, then those whose PR changes tests, then the rest.
+
 Reads: task directories, the frameworks' repositories. Writes, with --out, `<reason>.txt` (task
-ids, newest merge first). Verified and out-of-scope tasks, and tasks never run, are not listed.
+ids, newest merge first; `never_run.txt` in the order above). Verified and out-of-scope tasks
+are not listed.
 """
 
 from __future__ import annotations
@@ -36,14 +40,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from curation.model import Task, VerificationStatus
+from curation.model import Task, TaskType, VerificationStatus
 from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile, task_dirs
 from mining.git import GitRepo
 from mining.store import repo_paths
 
 TIMEOUT, ENVIRONMENT, PR_TESTS = "timeout", "environment", "pr_tests_not_kept"
-REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS)
+NEVER_RUN = "never_run"
+REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, NEVER_RUN)
 _ENVIRONMENT = ("does not import with the installed", "installed package version differs")
 _NO_F2P = "no test fails at the setup state and passes with the gold"
 
@@ -91,8 +96,11 @@ def reason_of(task: Task, tdir: TaskDir, repo: GitRepo | None) -> str | None:
     """Which fixed cause a rerun would now avoid (REASONS), or None; `skipped` when the
     answer needs the repository and there is none."""
     v = task.verification
-    if v.status is not VerificationStatus.UNVERIFIED or v.checked_at is None:
+    if v.status is not VerificationStatus.UNVERIFIED:
         return None
+    if v.checked_at is None:
+        runnable = task.requires.single_nvidia_gpu
+        return NEVER_RUN if runnable and task.task_type.type is not TaskType.OPTIMIZATION else None
     if v.reason.startswith("the selection run failed (timeout)"):
         return TIMEOUT
     if any(s in v.reason for s in _ENVIRONMENT):
@@ -105,6 +113,16 @@ def reason_of(task: Task, tdir: TaskDir, repo: GitRepo | None) -> str | None:
         if changed and not changed & kept:
             return PR_TESTS
     return None
+
+
+def priority(task: Task, tdir: TaskDir) -> int:
+    """Where a never-run task goes in its list: new_op first (a stub at the setup state fails
+    any test that launches it), then tasks whose PR changes tests, then the rest (on the H200
+    Liger-Kernel's new_op and feature tasks with PR tests verified at 92% and 88%, its bug fixes
+    without a test change at 2 of 17)."""
+    if task.task_type.type is TaskType.NEW_OP:
+        return 0
+    return 1 if tdir.read_bytes(TaskFile.TEST_PATCH) else 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,16 +138,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     repos = {name: GitRepo(path) for name, path in paths.items()}
-    found: dict[str, list[tuple[str, str]]] = {r: [] for r in (*REASONS, "skipped")}
+    found: dict[str, list[tuple[int, str, str]]] = {r: [] for r in (*REASONS, "skipped")}
     per: Counter[tuple[str, str]] = Counter()
     for tdir in task_dirs(args.tasks):
         task = tdir.load_task()
         why = reason_of(task, tdir, repos.get(task.framework))
         if why is None:
             continue
-        found[why].append((task.merged_at or "", tdir.id))
+        rank = priority(task, tdir) if why == NEVER_RUN else 0
+        found[why].append((rank, task.merged_at or "", tdir.id))
         per[(task.framework, why)] += 1
-    table = Table(title="verdicts a rerun may change")
+    table = Table(title="verdicts a rerun may change, and tasks never run")
     for col in ("framework", *REASONS, "skipped (no repository)"):
         table.add_column(col)
     for fw in sorted({f for f, _ in per}):
@@ -138,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         for why in REASONS:
-            ids = [tid for _, tid in sorted(found[why], reverse=True)]
+            newest = sorted(found[why], key=lambda x: x[1], reverse=True)
+            ids = [tid for _, _, tid in sorted(newest, key=lambda x: x[0])]
             (args.out / f"{why}.txt").write_text("".join(f"{t}\n" for t in ids))
         print(f"wrote {', '.join(f'{r}.txt' for r in REASONS)} under {args.out}")
     return 0

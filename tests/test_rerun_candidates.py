@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from curation.model import TaskType, TypeDecision
+from curation.taskdir import task_dirs
 from tests.gitrepo import TinyRepo
 from tests.tinyfw import OPS, TEST_NEGATIVE, TEST_POSITIVE, mine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from rerun_candidates import main, node_function, touched_tests
+from rerun_candidates import main, node_function, priority, touched_tests
 
 NO_F2P = "bug_fix: no test fails at the setup state and passes with the gold"
 
@@ -47,10 +50,24 @@ def test_a_no_fail_to_pass_verdict_that_never_ran_the_prs_test_is_listed(tmp_pat
     PR's test is not, nor is a verified task."""
     work, tasks, path = _task(tmp_path)
     out = tmp_path / "lists"
+    tid = path.parent.name
+    # before any GPU verdict it is a never-run task, unless another vendor's
+    assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
+    assert (out / "never_run.txt").read_text() == f"{tid}\n"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "requires": {**data["requires"], "vendor": "ascend"}}))
+    assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
+    assert (out / "never_run.txt").read_text() == ""
+    path.write_text(json.dumps(data))
+    # its place in the list: new_op first, then a PR that changes tests (this one), then the rest
+    [tdir] = task_dirs(tasks)
+    task = tdir.load_task()
+    assert priority(task, tdir) == 1
+    assert priority(replace(task, task_type=TypeDecision(TaskType.NEW_OP, ())), tdir) == 0
     _judge(path, NO_F2P, ["tests/test_add.py::test_positive"])
     assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
-    tid = path.parent.name
     assert (out / "pr_tests_not_kept.txt").read_text() == f"{tid}\n"
+    assert (out / "never_run.txt").read_text() == ""
     _judge(path, NO_F2P, ["tests/test_add.py::test_positive", "tests/test_add.py::test_negative"])
     assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
     assert (out / "pr_tests_not_kept.txt").read_text() == ""
