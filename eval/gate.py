@@ -33,6 +33,12 @@ from eval.workload_model import MIN_GOLD_US, WorkloadResult, totals_separated
 
 MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
 
+# the openings of verdict reasons that tools read back (scripts/rerun_candidates.py)
+PINS_DIFFER = "installed package version differs from the task's pins"
+HOST_REJECTS = "the framework does not import with the installed"
+SELECTION_FAILED = "the selection run failed"
+NO_FAIL_TO_PASS = "no test fails at the setup state and passes with the gold"
+
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 # a test's own skip for want of a package: "Skipped: causal_conv1d is not installed"
@@ -116,9 +122,9 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
     if mine:
         return f"the framework's own code does not import at this commit: {lacking(mine)}"
     if lacks:
-        return f"installed package version differs from the task's pins: {lacking(lacks)}"
+        return f"{PINS_DIFFER}: {lacking(lacks)}"
     if rejected:
-        return "the framework does not import with the installed " + "; ".join(
+        return f"{HOST_REJECTS} " + "; ".join(
             f"{pkg} ({err})" for pkg, err in sorted(rejected.items())
         )
     return None
@@ -253,7 +259,7 @@ def decide(
         if gap:
             why = gap
         elif selection is not None and selection.failure is not FailureClass.NONE:
-            why = f"the selection run failed ({selection.failure}): {selection.detail[:160]}"
+            why = f"{SELECTION_FAILED} ({selection.failure}): {selection.detail[:160]}"
         else:
             why = "no test launches a target kernel"
         return verdict(VerificationStatus.UNVERIFIED, why), (), (), ()
@@ -302,7 +308,7 @@ def decide(
         status = VerificationStatus.VERIFIED if ok else VerificationStatus.UNVERIFIED
         return verdict(status, why), *lists
     if not f2p:
-        why = f"{task.task_type.type}: no test fails at the setup state and passes with the gold"
+        why = f"{task.task_type.type}: {NO_FAIL_TO_PASS}"
         # the selection's tests that never ran here (flash-linear-attention #361: the PR's own
         # tests skip without flash-attn): the verdict rests on the others
         absent = skipped_for_packages([selection] if selection is not None else [])

@@ -43,14 +43,15 @@ from rich.table import Table
 from curation.model import Task, TaskType, VerificationStatus
 from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile, task_dirs
+from eval.gate import HOST_REJECTS, NO_FAIL_TO_PASS, PINS_DIFFER, SELECTION_FAILED
+from eval.model import FailureClass
 from mining.git import GitRepo
 from mining.store import repo_paths
 
 TIMEOUT, ENVIRONMENT, PR_TESTS = "timeout", "environment", "pr_tests_not_kept"
 NEVER_RUN = "never_run"
 REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, NEVER_RUN)
-_ENVIRONMENT = ("does not import with the installed", "installed package version differs")
-_NO_F2P = "no test fails at the setup state and passes with the gold"
+_ENVIRONMENT = (HOST_REJECTS, PINS_DIFFER)
 
 
 def touched_tests(source: str, spans: list[tuple[int, int]]) -> set[str]:
@@ -101,11 +102,11 @@ def reason_of(task: Task, tdir: TaskDir, repo: GitRepo | None) -> str | None:
     if v.checked_at is None:
         runnable = task.requires.single_nvidia_gpu
         return NEVER_RUN if runnable and task.task_type.type is not TaskType.OPTIMIZATION else None
-    if v.reason.startswith("the selection run failed (timeout)"):
+    if v.reason.startswith(f"{SELECTION_FAILED} ({FailureClass.TIMEOUT})"):
         return TIMEOUT
     if any(s in v.reason for s in _ENVIRONMENT):
         return ENVIRONMENT
-    if _NO_F2P in v.reason:
+    if NO_FAIL_TO_PASS in v.reason:
         if repo is None:
             return "skipped"
         changed = pr_test_functions(task, tdir, repo)
