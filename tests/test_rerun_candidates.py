@@ -10,8 +10,7 @@ from pathlib import Path
 
 from curation.model import TaskType, TypeDecision
 from curation.taskdir import task_dirs
-from tests.gitrepo import TinyRepo
-from tests.tinyfw import OPS, TEST_NEGATIVE, TEST_POSITIVE, mine
+from tests.tinyfw import mine_sign_fix
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
@@ -21,16 +20,8 @@ NO_F2P = "bug_fix: no test fails at the setup state and passes with the gold"
 
 
 def _task(tmp_path: Path) -> tuple[Path, Path, Path]:
-    repo = TinyRepo(tmp_path / "fw")
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "tl.abs(x) + y"))
-    repo.write("tests/test_add.py", TEST_POSITIVE)
-    repo.commit("Add the add kernel")
-    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "x + y"))
     # the PR appends its regression test to the file of an existing one
-    repo.write("tests/test_add.py", TEST_POSITIVE + "\n\n" + TEST_NEGATIVE.split("\n\n\n", 1)[1])
-    repo.commit("Keep the sign of x in add (#3)")
-    work, tasks = mine(repo.path, tmp_path)
+    work, tasks = mine_sign_fix(tmp_path, same_file=True)
     [path] = list(tasks.glob("*/task.json"))
     return work, tasks, path
 

@@ -15,10 +15,7 @@ pytest.importorskip("triton")
 from core.files import write_record
 from curation.taskdir import task_dirs
 from eval.__main__ import main as eval_main
-from tests.gitrepo import TinyRepo
-from tests.tinyfw import CONFTEST, TEST_NEGATIVE, TEST_POSITIVE, mine
-from tests.tinyfw import SIGN_GOLD as GOLD
-from tests.tinyfw import SIGN_OPS as OPS
+from tests.tinyfw import mine_sign_fix
 
 HEAD = (
     "@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
@@ -37,16 +34,7 @@ SKIPS = "def add(x, y, _skip=__import__('pytest').skip('no', allow_module_level=
 def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """The reference of the task, then one scoring of three predictions, row by name."""
     root = tmp_path_factory.mktemp("scoring")
-    repo = TinyRepo(root / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS)
-    repo.write("tests/test_positive.py", TEST_POSITIVE)
-    repo.commit("Add the add kernel")
-    repo.write("pkg/ops.py", GOLD)
-    repo.write("tests/test_negative.py", TEST_NEGATIVE)
-    repo.commit("Keep the sign of x in add (#3)")
-    work, tasks = mine(repo.path, root)
+    work, tasks = mine_sign_fix(root, same_file=False)
     common = ["--tasks", str(tasks), "--work", str(work), "--no-isolated-timing",
               "--timeout", "120", "--triton-cache", str(root / "cache")]  # fmt: skip
     assert eval_main(["reference", *common, "--runs", "1", "--out", str(root / "ref")]) == 0

@@ -85,21 +85,10 @@ pytest.importorskip("triton")
 def test_a_cap_of_one_test_still_finds_the_prs_fail_to_pass_test(tmp_path) -> None:
     from curation.taskdir import task_dirs
     from eval.__main__ import main as eval_main
-    from tests.gitrepo import TinyRepo
-    from tests.tinyfw import CONFTEST, SIGN_GOLD, SIGN_OPS, TEST_NEGATIVE, TEST_POSITIVE, mine
+    from tests.tinyfw import mine_sign_fix
 
     # the PR appends its fail-to-pass test to the file of the pass-to-pass one
-    new_test = TEST_POSITIVE + TEST_NEGATIVE.split("from pkg.ops import add\n", 1)[1]
-    repo = TinyRepo(tmp_path / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", SIGN_OPS)
-    repo.write("tests/test_add.py", TEST_POSITIVE)
-    repo.commit("Add the add kernel")
-    repo.write("pkg/ops.py", SIGN_GOLD)
-    repo.write("tests/test_add.py", new_test)
-    repo.commit("Keep the sign of x in add (#5)")
-    work, tasks = mine(repo.path, tmp_path)
+    work, tasks = mine_sign_fix(tmp_path, same_file=True, number=5)
     assert eval_main(["reference", "--tasks", str(tasks), "--work", str(work),
                       "--no-isolated-timing", "--timeout", "120", "--runs", "1",
                       "--select-max", "1", "--select-per-test", "1",

@@ -110,3 +110,24 @@ def test_negative():
     x = -torch.arange(1, 101, dtype=torch.float32)
     torch.testing.assert_close(add(x, torch.ones(100)), x + 1)
 """
+
+
+def mine_sign_fix(root: Path, same_file: bool, number: int = 3) -> tuple[Path, Path]:
+    """(work dir, tasks dir) of the sign bug's fix, crawled and curated: the base has `add`
+    with SIGN_OPS and the pass-to-pass test, the PR (`#number`) brings SIGN_GOLD and the
+    fail-to-pass test, appended to the pass-to-pass test's file `tests/test_add.py`
+    (`same_file`) or in `tests/test_negative.py` beside `tests/test_positive.py`."""
+    repo = TinyRepo(root / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", SIGN_OPS)
+    old = "tests/test_add.py" if same_file else "tests/test_positive.py"
+    repo.write(old, TEST_POSITIVE)
+    repo.commit("Add the add kernel")
+    repo.write("pkg/ops.py", SIGN_GOLD)
+    if same_file:
+        repo.write(old, TEST_POSITIVE + TEST_NEGATIVE.split("from pkg.ops import add\n", 1)[1])
+    else:
+        repo.write("tests/test_negative.py", TEST_NEGATIVE)
+    repo.commit(f"Keep the sign of x in add (#{number})")
+    return mine(repo.path, root)
