@@ -275,6 +275,13 @@ def workload_row(tdir: TaskDir) -> dict[str, Any] | None:
     res = (
         read_json(tdir.path(TaskFile.WORKLOAD_RESULT)) if tdir.has(TaskFile.WORKLOAD_RESULT) else {}
     )
+    if res:
+        # by today's rule, as the gate judges it (Liger-Kernel #815 was stored `false` under
+        # the old per-size rule and published so in 1.7.1 beside its `verified`)
+        from eval.workload_model import WorkloadResult, totals_separated
+
+        result = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
+        res["separated"] = result is not None and totals_separated(result.calls)
     timed = ("base_total_ms", "gold_total_ms", "speedup", "separated", "measured_at", "environment")
     return {
         "task_id": tdir.id,

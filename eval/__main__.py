@@ -181,6 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
         "go to OUT/<task_id>/workload_result.json, which `eval score --out OUT` reads",
     )  # fmt: skip
     wl.add_argument(
+        "--wheelhouse", type=Path,
+        help="per-environment wheels (python -m envbuild.wheelhouse): a task whose pins have one "
+        "is timed in a virtual environment made from it over this machine's torch and Triton",
+    )  # fmt: skip
+    wl.add_argument(
         "--no-sandbox", action="store_true",
         help="run the trusted base and gold without bubblewrap (predictions always use it)",
     )  # fmt: skip

@@ -15,7 +15,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import one_line
 from core.files import output_lock, write_json, write_record
@@ -24,6 +24,9 @@ from curation.model import Task, TaskType
 from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
 from eval.workload_model import Workload, WorkloadResult
+
+if TYPE_CHECKING:
+    from eval.workload_run import MeasureSettings
 
 
 def _scope(tdir: TaskDir, all_types: bool) -> str:
@@ -157,6 +160,19 @@ def run_workload_command(args: argparse.Namespace) -> int:
     return measure_all(args, [t for t in tdirs if t.id in plans and plans[t.id].calls], console)
 
 
+def on_wheelhouse(
+    settings: MeasureSettings, wheelhouse: Path | None, tdir: TaskDir
+) -> MeasureSettings:
+    """`settings` with the Python of the task's wheelhouse venv (Megatron-LM #4460 imports
+    omegaconf, which the H200's image lacks), as its tests run on; unchanged without one."""
+    from dataclasses import replace
+
+    from eval.backends import RunSettings, interpreter_for
+
+    python, venv = interpreter_for(RunSettings(wheelhouse=wheelhouse), tdir)
+    return settings if venv is None else replace(settings, python=python)
+
+
 def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> int:
     from rich.progress import Progress
 
@@ -201,7 +217,7 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
                     tdir,
                     repos[task.framework],
                     Path(tmp),
-                    settings,
+                    on_wheelhouse(settings, args.wheelhouse, tdir),
                     preds.get(tdir.id),
                     label,
                 )

@@ -453,16 +453,26 @@ def test_the_workloads_config_holds_each_tasks_workload_and_result(
     plan = {"task_id": first.id, "metric": "kernel_time", "metric_evidence": "default",
             "calls": calls, "why": "", "tried": [], "schema_version": 1}  # fmt: skip
     first.write(TaskFile.WORKLOAD, json.dumps(plan))
-    result = {"task_id": first.id, "metric": "kernel_time", "base_total_ms": 1.006,
-              "gold_total_ms": 0.653, "speedup": 1.54, "separated": True,
+    # stored `separated: false` under the old per-size rule (Liger-Kernel #815: the gold is
+    # slower at the small size, faster in total); the row says what today's rule says
+    timed = [{"label": "small", "base": {"median_ms": 0.1, "p25_ms": 0.09, "p75_ms": 0.11,
+                                         "reps": 100},
+              "gold": {"median_ms": 0.12, "p25_ms": 0.11, "p75_ms": 0.13, "reps": 100}},
+             {"label": "large", "base": {"median_ms": 0.906, "p25_ms": 0.9, "p75_ms": 0.91,
+                                         "reps": 100},
+              "gold": {"median_ms": 0.533, "p25_ms": 0.53, "p75_ms": 0.54, "reps": 100}}]
+    stored = {"task_id": first.id, "metric": "kernel_time", "base_total_ms": 1.006,
+              "gold_total_ms": 0.653, "speedup": 1.54, "separated": False,
               "measured_at": "2026-12-03T08:14:09+00:00", "environment": "NVIDIA H200",
-              "calls": []}  # fmt: skip
-    first.write(TaskFile.WORKLOAD_RESULT, json.dumps(result))
+              "calls": timed}  # fmt: skip
+    first.write(TaskFile.WORKLOAD_RESULT, json.dumps(stored))
+    result = {**stored, "separated": True}
     out = tmp_path / "dist-workloads"
     assert bench(["build", "--tasks", str(root / "tasks"), "--out", str(out), "--version",
                   "1.0.0", "--cutoff", "2020-01-01"]) == 0  # fmt: skip
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    [row] = datasets.load_dataset(str(out), "workloads")["train"]
+    # (a fresh read: the datasets cache is keyed by the path, which pytest reuses across runs)
+    [row] = datasets.load_dataset(str(out), "workloads", download_mode="force_redownload")["train"]
     assert (row["task_id"], row["sizes"], row["speedup"], row["separated"]) == (
         first.id, ["small"], 1.54, True)  # fmt: skip
     assert json.loads(row["calls"]) == calls and json.loads(row["result"]) == result
@@ -473,7 +483,7 @@ def test_the_workloads_config_holds_each_tasks_workload_and_result(
     build = ["build", "--tasks", str(root / "tasks"), "--out", str(out)]
     assert bench([*build, "--version", "1.1.0"]) == 0
     assert len(list((out / "data" / "workloads").iterdir())) == 1
-    first.write(TaskFile.WORKLOAD_RESULT, json.dumps({**result, "speedup": 1.55}))
+    first.write(TaskFile.WORKLOAD_RESULT, json.dumps({**stored, "speedup": 1.55}))
     first.record_verification(Verification(VerificationStatus.UNVERIFIED, "flaky",
                                            "2026-12-04", "H200"))  # fmt: skip
     assert bench([*build, "--version", "1.2.0"]) == 0

@@ -213,3 +213,20 @@ def test_a_dependency_published_only_as_a_source_distribution_is_built_pure(
     names = sorted(w.name for w in dest.glob("*.whl"))
     assert names == ["binarydep-2.0-py3-none-any.whl", "sdistdep-1.0-py3-none-any.whl"]
     assert size == sum(w.stat().st_size for w in dest.glob("*.whl"))
+
+
+def test_a_workload_is_timed_on_the_tasks_wheelhouse(tmp_path: Path) -> None:
+    """Megatron-LM #4460 / #4603 (H200, 2026-12-03): their modules import omegaconf, which the
+    machine's image lacks; `eval workload --wheelhouse` times them on the venv their tests run
+    on, and a task without a wheelhouse keeps this interpreter."""
+    from eval.workload_cli import on_wheelhouse
+    from eval.workload_run import MeasureSettings
+
+    _repo, _work, _tasks, tdir, wheels = pinned_task(tmp_path)
+    settings = on_wheelhouse(MeasureSettings(), wheels, tdir)
+    assert settings.python is not None and settings.python != sys.executable
+    out = subprocess.run([settings.python, "-c", "import tpbdep; print(tpbdep.VERSION)"],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == "1.0"
+    assert on_wheelhouse(MeasureSettings(), None, tdir).python is None
+    assert on_wheelhouse(MeasureSettings(), tmp_path / "elsewhere", tdir).python is None
