@@ -455,12 +455,18 @@ def test_the_workloads_config_holds_each_tasks_workload_and_result(
     first.write(TaskFile.WORKLOAD, json.dumps(plan))
     # stored `separated: false` under the old per-size rule (Liger-Kernel #815: the gold is
     # slower at the small size, faster in total); the row says what today's rule says
-    timed = [{"label": "small", "base": {"median_ms": 0.1, "p25_ms": 0.09, "p75_ms": 0.11,
-                                         "reps": 100},
-              "gold": {"median_ms": 0.12, "p25_ms": 0.11, "p75_ms": 0.13, "reps": 100}},
-             {"label": "large", "base": {"median_ms": 0.906, "p25_ms": 0.9, "p75_ms": 0.91,
-                                         "reps": 100},
-              "gold": {"median_ms": 0.533, "p25_ms": 0.53, "p75_ms": 0.54, "reps": 100}}]
+    timed = [
+        {
+            "label": "small",
+            "base": {"median_ms": 0.1, "p25_ms": 0.09, "p75_ms": 0.11, "reps": 100},
+            "gold": {"median_ms": 0.12, "p25_ms": 0.11, "p75_ms": 0.13, "reps": 100},
+        },
+        {
+            "label": "large",
+            "base": {"median_ms": 0.906, "p25_ms": 0.9, "p75_ms": 0.91, "reps": 100},
+            "gold": {"median_ms": 0.533, "p25_ms": 0.53, "p75_ms": 0.54, "reps": 100},
+        },
+    ]
     stored = {"task_id": first.id, "metric": "kernel_time", "base_total_ms": 1.006,
               "gold_total_ms": 0.653, "speedup": 1.54, "separated": False,
               "measured_at": "2026-12-03T08:14:09+00:00", "environment": "NVIDIA H200",
