@@ -135,26 +135,63 @@ def changed_by_pr(item: Any, lines: Mapping[str, Sequence[tuple[int, int]]]) -> 
     return any(a <= end and start <= b for a, b in spans)
 
 
-def uses_modules(item: Any, modules: Sequence[str]) -> bool:
-    """Whether the test function names (in its body or nested code) a global that is one of
-    `modules` or was defined in one (`fused_gdn_gate` of fla.ops.gated_delta_rule.gate)."""
+def module_distances(
+    modules: Sequence[str], loaded: Mapping[str, Any] | None = None
+) -> dict[str, int]:
+    """How many imports away from a target module each loaded module of the targets' packages
+    is: 0 for `modules` themselves, 1 for a module whose globals hold one of them or something
+    defined in one, and so on. flash-linear-attention #688 changes `chunk_kda_bwd_wy_dqkg_fused`
+    (fla.ops.kda.wy_fast), which tests/ops/test_kda.py reaches through `chunk_kda`
+    (fla.ops.kda.chunk, 1) and the model tests only through fla.models, fla.layers (4): with
+    no PR test, the nearest tests go first, not the model tests collection lists first."""
+    import sys
+
+    loaded = sys.modules if loaded is None else loaded
+    roots = {m.split(".")[0] for m in modules}
+    uses: dict[str, set[str]] = {}
+    for name, mod in list(loaded.items()):
+        if mod is None or name.split(".")[0] not in roots:
+            continue
+        try:
+            values = list(vars(mod).values())
+        except TypeError:
+            continue
+        uses[name] = {o for v in values if isinstance(o := _origin(v), str) and o != name}
+    distance = {m: 0 for m in modules}
+    frontier = set(modules)
+    step = 0
+    while frontier:
+        step += 1
+        frontier = {n for n, u in uses.items() if n not in distance and u & frontier}
+        distance.update((n, step) for n in frontier)
+    return distance
+
+
+def _origin(obj: Any) -> str | None:
+    """The module an object of a module's globals comes from (a module: itself)."""
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    origin = getattr(obj, "__module__", None)
+    return origin if isinstance(origin, str) else None
+
+
+def distance_of(item: Any, distance: Mapping[str, int]) -> int | None:
+    """The fewest imports between the test function and a target module over the globals it
+    names (in its body or nested code): 0 when it names a target module or something defined
+    in one (`fused_gdn_gate` of fla.ops.gated_delta_rule.gate); None when it reaches none."""
     fn = getattr(item, "function", None)
     code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
-    if code is None or not isinstance(scope, dict) or not modules:
-        return False
+    if code is None or not isinstance(scope, dict) or not distance:
+        return None
     names: set[str] = set()
     stack = [code]
     while stack:
         c = stack.pop()
         names.update(c.co_names)
         stack += [k for k in c.co_consts if hasattr(k, "co_names")]
-    for name in names:
-        obj = scope.get(name)
-        origin = getattr(obj, "__name__", None) if isinstance(obj, types.ModuleType) else None
-        origin = origin or getattr(obj, "__module__", None)
-        if isinstance(origin, str) and origin in modules:
-            return True
-    return False
+    origins = {_origin(scope.get(n)) for n in names}
+    found = [distance[o] for o in origins if o is not None and o in distance]
+    return min(found, default=None)
 
 
 def cap_items(
@@ -163,19 +200,25 @@ def cap_items(
     total: int,
     modules: Sequence[str] = (),
     lines: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    distance: Mapping[str, int] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """(kept, deselected): at most `per_test` parametrizations of each test function, and at
     most `total` tests taken round-robin over the functions: first those the PR added or
-    changed that use something of the target `modules`, then the PR's others, then the other
-    users of the modules (flash-linear-attention #813: the first four functions of its test
+    changed, nearest the target `modules` first (`module_distances`: a test that names
+    something of a target module, then one that names a module importing one, ...), then the
+    other tests the same way (flash-linear-attention #813: the first four functions of its test
     file never reach the gate kernels; #712: its existing conv tests pass at the setup state,
     the non-contiguous tests it adds do not), else in collection order."""
+    if distance is None:
+        distance = module_distances(modules) if modules else {}
     groups: dict[str, list[Any]] = {}
     for item in items:
         groups.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
-    rank = {k: (0 if lines and changed_by_pr(v[0], lines) else 2)
-            + (0 if modules and uses_modules(v[0], modules) else 1)
-            for k, v in groups.items()}  # fmt: skip
+    far = len(distance) + 1  # beyond any module's distance: reaches no target
+    rank = {}
+    for k, v in groups.items():
+        d = distance_of(v[0], distance)
+        rank[k] = (0 if lines and changed_by_pr(v[0], lines) else 1, far if d is None else d)
     groups = {k: groups[k] for k in sorted(groups, key=lambda k: rank[k])}
     if per_test > 0:
         groups = {k: v[:per_test] for k, v in groups.items()}

@@ -401,6 +401,55 @@ def test_the_selection_cap_takes_the_tests_that_use_the_targets_modules_first() 
     assert WatchConfig.from_env({"TPB_SELECT_MODULES": "a.b, c"}).select_modules == ("a.b", "c")
 
 
+def test_without_pr_tests_the_selection_takes_the_tests_nearest_the_target_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """flash-linear-attention #688 (H200, 2026-12-03): the PR changes no test and its kernel
+    sits in a module the tests never name; they reach it through the op (`chunk_kda`) or through
+    the models. The cap took collection order, the model tests (alphabetically first), whose
+    runs never launched the kernel: "the selection run failed". The op's test goes first now."""
+    import sys
+    import types
+    from types import SimpleNamespace as NS
+
+    from eval.pytest_plugin import cap_items, module_distances
+
+    def module(name: str, code: str = "", **names: object) -> types.ModuleType:
+        mod = types.ModuleType(name)
+        mod.__dict__.update(names)
+        exec(code, mod.__dict__)
+        monkeypatch.setitem(sys.modules, name, mod)
+        return mod
+
+    wy = module("pkg.ops.kda.wy_fast", "def bwd_fused(x):\n    return x\n")
+    chunk = module("pkg.ops.kda.chunk", "def chunk_kda(x):\n    return bwd_fused(x)\n",
+                   bwd_fused=wy.bwd_fused)  # fmt: skip
+    ops = module("pkg.ops.kda", chunk_kda=chunk.chunk_kda)
+    layer = module("pkg.layers.kda", "class KDALayer:\n    pass\n", chunk_kda=ops.chunk_kda)
+    model = module("pkg.models.kda", "class KDAModel:\n    pass\n", KDALayer=layer.KDALayer)
+    module("pkg.unrelated", "def helper():\n    return 0\n")
+    distance = module_distances(["pkg.ops.kda.wy_fast"])
+    assert distance["pkg.ops.kda.wy_fast"] == 0 and distance["pkg.ops.kda.chunk"] == 1
+    assert distance["pkg.layers.kda"] == 2 and distance["pkg.models.kda"] == 3
+    assert "pkg.unrelated" not in distance
+    models = module("tests.models.test_modeling", KDAModel=model.KDAModel)
+    exec("def test_modeling():\n    return KDAModel()\n", models.__dict__)
+    opstest = module("tests.ops.test_kda", chunk_kda=ops.chunk_kda)
+    exec("def test_chunk():\n    return chunk_kda(1)\n", opstest.__dict__)
+    other = module("tests.test_misc", helper=sys.modules["pkg.unrelated"].helper)
+    exec("def test_misc():\n    return helper()\n", other.__dict__)
+    items = [NS(nodeid="tests/models/test_modeling.py::test_modeling[x]",
+                function=models.test_modeling),
+             NS(nodeid="tests/ops/test_kda.py::test_chunk[x]", function=opstest.test_chunk),
+             NS(nodeid="tests/test_misc.py::test_misc", function=other.test_misc)]  # fmt: skip
+    kept, dropped = cap_items(items, 1, 1, ("pkg.ops.kda.wy_fast",))
+    assert [i.nodeid for i in kept] == ["tests/ops/test_kda.py::test_chunk[x]"]
+    assert len(dropped) == 2
+    kept, _ = cap_items(items, 1, 3, ("pkg.ops.kda.wy_fast",))
+    assert [i.nodeid.split("::")[1] for i in kept] == ["test_chunk[x]", "test_modeling[x]",
+                                                       "test_misc"]  # fmt: skip
+
+
 def test_the_selection_autotunes_with_the_first_config_that_runs(tmp_path: Path) -> None:
     """TPB_AUTOTUNE=first (the selection run): one config of each tuning is compiled and
     timed, not all (flash-linear-attention's chunked kernels tune dozens each); the tests pass
