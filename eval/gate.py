@@ -38,6 +38,7 @@ PINS_DIFFER = "installed package version differs from the task's pins"
 HOST_REJECTS = "the framework does not import with the installed"
 SELECTION_FAILED = "the selection run failed"
 NO_FAIL_TO_PASS = "no test fails at the setup state and passes with the gold"
+NO_LAUNCH = "no test launches a target kernel"
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
@@ -261,7 +262,7 @@ def decide(
         elif selection is not None and selection.failure is not FailureClass.NONE:
             why = f"{SELECTION_FAILED} ({selection.failure}): {selection.detail[:160]}"
         else:
-            why = "no test launches a target kernel"
+            why = NO_LAUNCH
         return verdict(VerificationStatus.UNVERIFIED, why), (), (), ()
     outcome = {
         v: [{t.nodeid: t.outcome for t in r.tests} for r in runs]

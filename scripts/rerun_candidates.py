@@ -19,6 +19,12 @@ Reasons (the first that holds decides):
   framework's repository (`--repo-path`, or `--work`) to read the test files at the merge
   commit; without it the reason is not checked and the task is counted as skipped.
 
+- `nearest_tests`: no node id kept ("no test launches a target kernel", or the selection run
+  failed) for a PR that changes no test. The selection took the framework's tests in
+  collection order after the PR's; it now takes those nearest the target module first
+  (flash-linear-attention #688, #689, #664, #653 on the H200, 2026-12-03: the model tests ran,
+  never the op's).
+
 And `never_run`: the tasks for one NVIDIA GPU that never had a GPU verdict (optimizations left
 out: they need a workload too), new_op first, then those whose PR changes tests, then the rest.
 
@@ -43,14 +49,14 @@ from rich.table import Table
 from curation.model import Task, TaskType, VerificationStatus
 from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile, task_dirs
-from eval.gate import HOST_REJECTS, NO_FAIL_TO_PASS, PINS_DIFFER, SELECTION_FAILED
+from eval.gate import HOST_REJECTS, NO_FAIL_TO_PASS, NO_LAUNCH, PINS_DIFFER, SELECTION_FAILED
 from eval.model import FailureClass
 from mining.git import GitRepo
 from mining.store import repo_paths
 
 TIMEOUT, ENVIRONMENT, PR_TESTS = "timeout", "environment", "pr_tests_not_kept"
-NEVER_RUN = "never_run"
-REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, NEVER_RUN)
+NEAREST, NEVER_RUN = "nearest_tests", "never_run"
+REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, NEAREST, NEVER_RUN)
 _ENVIRONMENT = (HOST_REJECTS, PINS_DIFFER)
 
 
@@ -106,6 +112,9 @@ def reason_of(task: Task, tdir: TaskDir, repo: GitRepo | None) -> str | None:
         return TIMEOUT
     if any(s in v.reason for s in _ENVIRONMENT):
         return ENVIRONMENT
+    no_launch = v.reason.startswith((NO_LAUNCH, SELECTION_FAILED))
+    if no_launch and not task.tests.node_ids and not tdir.read_bytes(TaskFile.TEST_PATCH):
+        return NEAREST
     if NO_FAIL_TO_PASS in v.reason:
         if repo is None:
             return "skipped"

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from curation.model import TaskType, TypeDecision
-from curation.taskdir import task_dirs
+from curation.taskdir import TaskFile, task_dirs
 from tests.tinyfw import mine_sign_fix
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -70,6 +70,20 @@ def test_a_no_fail_to_pass_verdict_that_never_ran_the_prs_test_is_listed(tmp_pat
     assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
     assert (out / "environment.txt").read_text() == f"{tid}\n"
     assert (out / "timeout.txt").read_text() == ""
+    # no node id kept for a PR that changes no test: the selection now takes the nearest tests
+    # first (flash-linear-attention #688); with the PR's test it is not this reason
+    _judge(path, "the selection run failed (test_failure): a/models/bitnet/modeling.py:115", [])
+    assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
+    assert (out / "nearest_tests.txt").read_text() == ""
+    [tdir] = task_dirs(tasks)
+    tdir.path(TaskFile.TEST_PATCH).write_bytes(b"")
+    for reason in (
+        "the selection run failed (test_failure): x",
+        "no test launches a target kernel",
+    ):
+        _judge(path, reason, [])
+        assert main([str(tasks), "--work", str(work), "--out", str(out)]) == 0
+        assert (out / "nearest_tests.txt").read_text() == f"{tid}\n"
 
 
 def test_test_functions_and_node_ids() -> None:
