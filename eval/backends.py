@@ -127,6 +127,7 @@ def _result(
         detail=extra_detail or detail,
         flags=tuple(flags),
         sandbox=raw.sandbox,
+        phases=dict(raw.phases),
     )
 
 

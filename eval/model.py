@@ -89,6 +89,9 @@ class RunResult:
     # unreported_tests (eval.runner; the detail says what)
     flags: tuple[str, ...] = ()
     sandbox: str = ""  # bwrap | docker | none (trusted runs, --no-sandbox); "" in older records
+    # seconds of the test process by phase (eval.verdict.run_phases); {} in older records and
+    # where the frames arrive only at the end (the docker backend reads them from the log)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def outcome_of(self, nodeid: str) -> str | None:
         return next((t.outcome for t in self.tests if t.nodeid == nodeid), None)

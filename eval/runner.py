@@ -25,7 +25,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.model import FailureClass, KernelTiming, TestOutcome
@@ -38,7 +38,7 @@ from eval.sandbox import (
     spawn,
     wait_run,
 )
-from eval.verdict import KEY_BYTES, PipeReader, Verdict
+from eval.verdict import KEY_BYTES, PipeReader, Verdict, run_phases
 from eval.verdict_plugin.tpb_verdict import SITE_ENV
 
 __all__ = ["PROJECT_ROOT", "RawRun", "classify", "parse_junit", "pytest_command", "raw_run",
@@ -74,6 +74,7 @@ class RawRun:
     tampered: tuple[str, ...] = ()  # test files or pytest internals changed during the run
     missing: tuple[str, ...] = ()  # expected node ids (the reference's) the run did not report
     sandbox: str = ""  # bwrap | docker | none
+    phases: Mapping[str, float] = field(default_factory=dict)  # verdict.run_phases
 
 
 def pytest_command(
@@ -175,16 +176,18 @@ def run_pytest(
         for fd in (write_fd, key_read):
             if fd >= 0:
                 os.close(fd)
-    wall = time.perf_counter() - t0
+    stop = time.perf_counter()
+    verdict = reader.finish().verdict()
     return raw_run(
-        reader.finish().verdict(),
+        verdict,
         exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
-        wall_s=wall,
+        wall_s=stop - t0,
         log_text=log_path.read_text(errors="replace"),
         tree_changes=changes(before, snapshot(workdir)),
         expected=expected,
         sandbox="none" if policy is None else "bwrap",
+        phases=run_phases(verdict.arrivals, t0, stop),
     )
 
 
@@ -198,6 +201,7 @@ def raw_run(
     tree_changes: Sequence[str],
     expected: Sequence[str],
     sandbox: str,
+    phases: Mapping[str, float] | None = None,
 ) -> RawRun:
     """A run as the harness saw it: the channel's verdict, the exit code, the tree's changes."""
     reported = {t.nodeid for t in verdict.tests}
@@ -214,6 +218,7 @@ def raw_run(
         tampered=(*verdict.tampered, *(f"the run changed {c}" for c in tree_changes)),
         missing=tuple(n for n in expected if n not in reported),
         sandbox=sandbox,
+        phases=dict(phases or {}),
     )
 
 

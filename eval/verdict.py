@@ -16,6 +16,7 @@ import logging
 import os
 import select
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,9 @@ class Verdict:
     problems: tuple[str, ...]  # the channel's: forged, out of order, duplicate, extra, missing
     tampered: tuple[str, ...]  # what the plugin saw replaced in the test process
     frames: int
+    # when (time.perf_counter) the first `hello`, `collected`, `kernels`, `end` frame and the
+    # last `report` frame arrived: where a run's time went (`run_phases`)
+    arrivals: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,6 +68,7 @@ class FrameReader:
     _tampered: list[str] = field(default_factory=list)
     _problems: list[str] = field(default_factory=list)
     _frames: int = 0
+    _arrivals: dict[str, float] = field(default_factory=dict)
 
     def problem(self, text: str) -> None:
         if len(self._problems) < MAX_PROBLEMS:
@@ -111,6 +116,8 @@ class FrameReader:
 
     def _take(self, f: Mapping[str, Any]) -> None:
         kind = f["kind"]
+        if kind == "report" or kind not in self._arrivals:
+            self._arrivals[kind] = time.perf_counter()
         if kind == "collected":
             if self._collected is not None:
                 self.problem("a second list of collected tests")
@@ -162,7 +169,35 @@ class FrameReader:
             problems=tuple(self._problems),
             tampered=tuple(dict.fromkeys(self._tampered)),
             frames=self._frames,
+            arrivals=dict(self._arrivals),
         )
+
+
+PHASES = ("startup", "collect", "tests", "finish", "exit")
+
+
+def run_phases(arrivals: Mapping[str, float], start: float, stop: float) -> dict[str, float]:
+    """Seconds of a test process by phase, from when its frames arrived: `startup` (the
+    interpreter and pytest, up to the verdict plugin's hello), `collect` (conftests and test
+    modules, hence the framework's import), `tests` (to the last test report), `finish` (the
+    kernel watch's isolated timing and report, to pytest's end), `exit` (the interpreter's
+    teardown). A phase whose frames did not come (a run killed early) is left out. On the
+    H200 a flash-linear-attention base or gold run took 21-35 s for about 1 s of tests
+    (2026-12-03); these say which phase to shorten."""
+    marks = [("startup", "hello"), ("collect", "collected"), ("tests", "report"),
+             ("finish", "end")]  # fmt: skip
+    out: dict[str, float] = {}
+    last = start
+    for phase, kind in marks:
+        at = arrivals.get(kind)
+        if at is None:
+            if phase == "tests":  # no test ran: the end follows the collection
+                continue
+            return out
+        out[phase] = round(max(0.0, at - last), 3)
+        last = at
+    out["exit"] = round(max(0.0, stop - last), 3)
+    return out
 
 
 def _combine(nodeid: str, phases: Mapping[str, Mapping[str, Any]]) -> TestOutcome:

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curation.taskdir import TaskFile, task_dirs
 from eval.model import Reference
+from eval.verdict import PHASES
 
 STATUSES = ("verified", "unverified", "out_of_scope")
 
@@ -69,9 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     print("| verified task | type | node ids | fail-to-pass | pass-to-pass | median run (s) |")
     print("|---|---|---|---|---|---|")
     walls = []
+    phased: list[dict[str, float]] = []
     for task, ref in rows:
         if ref is not None:
             walls += [r.wall_s for r in ref.runs]
+            phased += [r.phases for r in ref.runs if r.phases]
         if str(task.verification.status) != "verified" or ref is None:
             continue
         med = statistics.median(r.wall_s for r in ref.runs) if ref.runs else 0.0
@@ -79,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(ref.fail_to_pass)} | {len(ref.pass_to_pass)} | {med:.1f} |")  # fmt: skip
     if walls:
         print(f"\n{len(walls)} base/gold runs, median {statistics.median(walls):.1f} s per run.")
+    if phased:
+        # where a run's time goes (eval.verdict.run_phases; recorded since 2026-12-03)
+        print(f"\nMedian seconds per phase over the {len(phased)} runs that recorded them:\n")
+        print("| " + " | ".join(PHASES) + " |\n|" + "---|" * len(PHASES))
+        meds = [statistics.median(p.get(k, 0.0) for p in phased) for k in PHASES]
+        print("| " + " | ".join(f"{m:.1f}" for m in meds) + " |")
     return 0
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from eval.runner import parse_junit, run_pytest
 from eval.sandbox import SandboxPolicy
-from eval.verdict import FrameReader, _combine
+from eval.verdict import PHASES, FrameReader, _combine, run_phases
 from eval.verdict_plugin.tpb_verdict import KEY_BYTES, decode_frame, encode_frame
 
 KEY = bytes(range(KEY_BYTES))
@@ -113,6 +113,25 @@ def test_phases_combine_as_junit_reports_them() -> None:
     assert outcome(("setup", "passed"), ("call", "skipped"), ("teardown", "passed")) == "skipped"
 
 
+def test_a_runs_phases_come_from_when_its_frames_arrived() -> None:
+    """Where a base or gold run's time goes (flash-linear-attention on the H200: 21-35 s for
+    about 1 s of tests): startup to the plugin's hello, collection, the tests, the session's
+    end, the exit; a run killed before its end keeps the phases it reached."""
+    arrivals = {"hello": 2.0, "collected": 9.5, "report": 10.5, "kernels": 11.0, "end": 12.0}
+    assert run_phases(arrivals, 0.0, 14.0) == {
+        "startup": 2.0, "collect": 7.5, "tests": 1.0, "finish": 1.5, "exit": 2.0}  # fmt: skip
+    assert run_phases({"hello": 2.0, "collected": 9.5, "end": 9.6}, 0.0, 10.0) == {
+        "startup": 2.0, "collect": 7.5, "finish": 0.1, "exit": 0.4}  # fmt: skip
+    assert run_phases({"hello": 2.0, "collected": 9.5, "report": 10.0}, 0.0, 30.0) == {
+        "startup": 2.0, "collect": 7.5, "tests": 0.5}  # fmt: skip
+    assert run_phases({}, 0.0, 30.0) == {}
+    v = read(frames({"kind": "collected", "nodeids": ["a"]}, report("a", "setup"),
+                    report("a", "call"), report("a", "teardown"),
+                    {"kind": "end", "exitstatus": 0})).verdict()  # fmt: skip
+    assert set(v.arrivals) == {"collected", "report", "end"}
+    assert v.arrivals["collected"] <= v.arrivals["report"] <= v.arrivals["end"]
+
+
 def test_tampered_frames_are_kept() -> None:
     tampered = {"kind": "tampered", "changes": ["builtins.all replaced"]}
     data = frames({"kind": "collected", "nodeids": []}, tampered, {"kind": "end", "exitstatus": 5})
@@ -189,6 +208,9 @@ def test_a_real_run_reports_what_junit_would(tmp_path: Path, sandboxed: bool) ->
     assert raw.ended and raw.session_exit == 1 and raw.exit_code == 1
     assert raw.problems == () and raw.tampered == ()
     assert raw.sandbox == ("bwrap" if sandboxed else "none")
+    # where the process's time went, from when its frames arrived: every phase, in all the wall
+    assert list(raw.phases) == list(PHASES)
+    assert abs(sum(raw.phases.values()) - raw.wall_s) < 0.05 and raw.phases["collect"] > 0
     junit = tmp_path / "junit.xml"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                     f"--junitxml={junit}", "-o", "junit_family=xunit1", "test_suite.py"],
