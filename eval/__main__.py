@@ -200,8 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a slim git repo holding only the tasks' base trees (to carry to a GPU machine)",
     )
     bd.add_argument("--tasks", type=Path, default=Path("tasks"))
-    bd.add_argument("--task", action="append", default=[])
-    bd.add_argument("--repo-path", type=Path, required=True, help="the framework's repository")
+    bd.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
+    bd.add_argument("--task-file", type=Path, help="only the task ids this file lists (one a line)")
+    bd.add_argument(
+        "--repo-path", required=True, metavar="[NAME=]PATH",
+        help="the framework's repository (NAME=PATH as the other commands take it, or PATH)",
+    )  # fmt: skip
     bd.add_argument("--out", type=Path, required=True, help="bare repository to create")
     bd.add_argument(
         "--path", action="append", default=[], help="only these top-level paths (repeatable)"
@@ -290,11 +294,16 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_bundle(args: argparse.Namespace) -> int:
     from curation.targets import split_patch
-    from curation.taskdir import TaskFile, task_dirs
+    from curation.taskdir import TaskFile
+    from eval.session import EvalSettings, select_tasks
     from mining.git import GitRepo, commit_snapshot, gc, init_bare
 
-    src = GitRepo(args.repo_path)
-    chosen = [t for t in task_dirs(args.tasks) if not args.task or t.id in args.task]
+    path = args.repo_path
+    if "=" in path and not Path(path).exists():  # NAME=PATH, as `reference` takes it
+        path = path.split("=", 1)[1]
+    src = GitRepo(Path(path))
+    settings = EvalSettings(tasks=args.tasks, task=args.task, task_file=args.task_file)
+    chosen = select_tasks(settings)
     bases = sorted({t.load_task().base_commit for t in chosen})
     # A slim bundle (--path) also holds every top-level entry the tasks' patches touch, so the
     # patches apply, and those of the test files the tasks run (flash-linear-attention #1135's

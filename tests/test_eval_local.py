@@ -298,6 +298,15 @@ def test_a_slim_bundle_holds_the_test_files_the_task_runs(tmp_path: Path) -> Non
     assert eval_main(argv) == 0
     files = Repo(out).list_tree(f"refs/bases/{task.base_commit}")
     assert "checks/test_more.py" in files and "pkg/ops.py" in files
+    # the NAME=PATH form the other commands take, and a task list (2026-12-03: a bundle for the
+    # next GPU session stopped on "not a git repository: .../liger-kernel=/work/.mirror/...")
+    ids = tmp_path / "ids.txt"
+    ids.write_text(f"{task.task_id}\n")
+    again = tmp_path / "again.git"
+    argv = ["bundle", "--tasks", str(tasks), "--repo-path", f"{task.framework}={repo}",
+            "--task-file", str(ids), "--out", str(again), "--path", "pkg"]  # fmt: skip
+    assert eval_main(argv) == 0
+    assert Repo(again).list_tree(f"refs/bases/{task.base_commit}") == files
 
 
 def test_a_run_keeps_autotuning_results_in_its_own_triton_cache(task_env, tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prepared 2026-12-03 (fifth session) for the next one, not run yet; the first call to make.
-# 1. flash-linear-attention, 8 side by side, --force, starting none after 300 s: first the six
+# 1. flash-linear-attention, 10 side by side, --force, starting none after 300 s: first the six
 #    whose PR changes no test and whose selection ran the model tests (collection order) and
 #    launched nothing (#789, #720, #688, #689, #664, #653: the selection now takes the tests
 #    nearest the target module first), then the 16 of call 17's list it did not finish (former
-#    "selection run failed (timeout)" verdicts; a call finishes about 6-8).
+#    "selection run failed (timeout)" verdicts; a call finishes about 6-8 with 6-8 side by
+#    side; 10 here, since a run is mostly its interpreter importing the framework on one core).
 # 2. beside it, Megatron-LM #4566, #4460, #4603 on their rebuilt wheelhouses (call 17 stopped
 #    them at 200 s), then the workloads of the optimizations #4460 and #4603 on the same
 #    wheelhouses (`eval workload --wheelhouse`).
@@ -16,7 +17,7 @@
 N=.carry/n0; M=.carry/m2
 tail -n +"${1:-1}" $N/c18.txt > $N/this.txt
 S=$(date +%s); END=500
-( timeout -k 20 -s INT $END python3 -m eval reference --tasks $N/tasks --task-file $N/this.txt --repo-path flash-linear-attention=$N/fla.git --out /tmp/rf --jobs 8 --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 120 --runs 3 --force --deadline 300 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s" ) &
+( timeout -k 20 -s INT $END python3 -m eval reference --tasks $N/tasks --task-file $N/this.txt --repo-path flash-linear-attention=$N/fla.git --out /tmp/rf --jobs 10 --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 120 --runs 3 --force --deadline 300 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s" ) &
 if [ "${1:-1}" = 1 ]; then
   R="--tasks $M/tasks --repo-path megatron-lm=$M/mlm.git --wheelhouse $M/wh"
   ( timeout -k 15 -s INT 360 python3 -m eval reference $R --task-file $M/c18.txt --select-per-test 1 --max-node-ids 4 --select-timeout 200 --timeout 200 --runs 3 --scratch /tmp/sm --triton-cache /tmp/tcm --force --out /tmp/rm --jobs 3 > $O/mlm.log 2>&1; echo "mlm rc $? after $(( $(date +%s) - S )) s"
