@@ -186,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
         "is timed in a virtual environment made from it over this machine's torch and Triton",
     )  # fmt: skip
     wl.add_argument(
+        "--anchored", action="store_true",
+        help="with --predictions: time the gold and the prediction once each and take the "
+        "base's times from the task's workload_result.json (the gate's measurement on this "
+        "machine) when the gold's total is within 3%% of it; otherwise the full protocol",
+    )  # fmt: skip
+    wl.add_argument(
         "--no-sandbox", action="store_true",
         help="run the trusted base and gold without bubblewrap (predictions always use it)",
     )  # fmt: skip

@@ -119,6 +119,9 @@ def run_workload_command(args: argparse.Namespace) -> int:
     from eval.session import EvalSettings, select_tasks
 
     console = Console(stderr=True)
+    if args.anchored and not args.predictions:
+        raise EvalError("--anchored times predictions against the gate's measurement: it "
+                        "needs --predictions")  # fmt: skip
     settings = from_args(EvalSettings, args)
     skipped: dict[str, str] = {}
     tdirs = []
@@ -220,6 +223,7 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
                     on_wheelhouse(settings, args.wheelhouse, tdir),
                     preds.get(tdir.id),
                     label,
+                    tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult) if args.anchored else None,
                 )
             except Exception as exc:  # one broken task must not stop the others
                 failed += 1
@@ -234,6 +238,7 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
                 + ", ".join(f"{k} {v:.0f}" for k, v in result.seconds.items())
                 + ")"
                 + (f"; memcheck: {result.memcheck}" if result.memcheck else "")
+                + (f"; {result.anchor}" if result.anchor else "")
                 + _phases(result)
             )
             if not preds:

@@ -186,4 +186,7 @@ class WorkloadResult:
     # compute-sanitizer memcheck of the gold's first (smallest) call (`--memcheck`): "clean on
     # small", "<n> errors on small: <first finding>", "not run: <why>"; "" when not asked
     memcheck: str = ""
+    # `eval workload --anchored`: where the base's times come from when this measurement took
+    # them from the task's reference (the gate's) instead of timing the base again; "" else
+    anchor: str = ""
     schema_version: int = WORKLOAD_SCHEMA_VERSION

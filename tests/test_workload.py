@@ -583,6 +583,54 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
     assert "prediction" in pred.calls[0].mismatch
 
 
+def test_an_anchored_prediction_runs_two_processes_and_takes_the_base_from_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval workload --anchored` (issue 10, the harness's cost): the gate measured base and
+    gold; a prediction is timed with the gold once beside it, and the reference's base times
+    stand in while the gold's total agrees with the reference's (on the H200 two days agreed
+    within 1.3%). Six harness processes become two (call 12: about 25 s each, most of it the
+    framework's import). A gold that drifted, another machine or another metric: the full
+    protocol, saying why."""
+    from eval import workload_run
+    from eval.workload_run import MeasureSettings, measure_task
+
+    repo, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    tdir.store(TaskFile.WORKLOAD, _rowscale_workload(task.task_id))
+    settings = MeasureSettings(rounds=2, cpu_ok=True, trusted_unsandboxed=True, timeout_s=300)
+    store = SourceStore(GitRepo(repo.path))
+    ref = measure_task(task, tdir, store, tmp_path / "s0", replace(settings, rounds=1),
+                       environment="cpu")  # fmt: skip
+    kernel = "@triton.jit\n" + ROWSCALE.split("@triton.jit\n")[1].split("\n\n\ndef ")[0]
+    gold = {"task_id": task.task_id, "kernels": {"rowscale_kernel": kernel}}
+    monkeypatch.setattr(workload_run, "ANCHOR_DRIFT", 1e9)  # CPU times drift: accept any
+    got = measure_task(task, tdir, store, tmp_path / "s1", settings, gold, "cpu", ref)
+    assert set(got.seconds) == {"prepare", "gold-0", "prediction-0", "compare"}
+    assert got.anchor.startswith(f"base from the reference measured {ref.measured_at}")
+    assert [c.base for c in got.calls] == [c.base for c in ref.calls]
+    assert [c.prediction_matches for c in got.calls] == [True, True]
+    assert got.base_total_ms == ref.base_total_ms and got.prediction_total_ms
+    # the gold drifted: the full protocol (base, gold, prediction, two rounds), and why
+    monkeypatch.setattr(workload_run, "ANCHOR_DRIFT", -1.0)
+    full = measure_task(task, tdir, store, tmp_path / "s2", settings, gold, "cpu", ref)
+    assert len([k for k in full.seconds if k[-2:] in ("-0", "-1")]) == 6
+    assert full.anchor.startswith("not anchored: the gold's total is")
+    # another machine's reference is never an anchor
+    other = replace(ref, environment="NVIDIA H200")
+    assert workload_run.anchor_problem(other, _rowscale_workload(task.task_id), "cpu") == (
+        "the reference ran on NVIDIA H200")  # fmt: skip
+    cold = replace(_rowscale_workload(task.task_id), metric=Metric.COLD_WALL_TIME)
+    assert workload_run.anchor_problem(ref, cold, "cpu") == "the metric is cold_wall_time"
+    short = replace(ref, calls=ref.calls[:1])
+    assert "other sizes" in str(workload_run.anchor_problem(short, _rowscale_workload("t"), "cpu"))
+    # the command refuses --anchored without predictions
+    from eval.__main__ import main as eval_main
+
+    argv = ["workload", "--tasks", str(tdir.root.parent), "--anchored", "--out", str(tmp_path)]
+    assert eval_main(argv) == 1
+
+
 def test_a_prediction_that_replaces_a_timer_loses_its_workload_times(tmp_path: Path) -> None:
     # under TRITON_INTERPRET=1 a kernel body is Python: this one makes the host clock stand still
     from eval.workload_run import MeasureSettings, measure_task
