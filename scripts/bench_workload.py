@@ -2,12 +2,15 @@
 gold targets as the prediction), compilation included, and how that scales.
 
     python scripts/bench_workload.py --tasks tasks --task ID --repo-path NAME=PATH \\
-        [--triton-cache DIR] [--rounds 2] [--rep-ms 100]
+        [--triton-cache DIR] [--rounds 2] [--rep-ms 100] [--anchored]
 
 Reads: the task directory (its workload.json: run `python -m eval workload --plan-only`
 first), the framework's repository or bundle. Writes nothing but scratch trees (removed).
 Prints the wall time of the measurement with an empty Triton cache and again with the warm
 cache, the calls and rounds it ran, and the estimate for N tasks. Target: under 60 s per task.
+`--anchored`: then the prediction alone as `eval workload --anchored` times it (the gold once
+beside it, the base's times from the warm measurement), the cost of scoring one more
+prediction of a task the gate has measured.
 Without CUDA it prints why it skips and exits 0.
 """
 
@@ -17,6 +20,7 @@ import argparse
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -29,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--triton-cache", type=Path, help="kept between the two measurements")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument("--anchored", action="store_true", help="also time an anchored prediction")
     args = ap.parse_args(argv)
 
     from eval.timing import cuda_available
@@ -64,6 +69,18 @@ def main(argv: list[str] | None = None) -> int:
             walls.append(time.perf_counter() - t0)
             times = (result.base_total_ms, result.gold_total_ms, result.prediction_total_ms)
             print(f"{label}: {walls[-1]:.1f} s; base / gold / prediction {times} ms")
+        if args.anchored:
+            from eval.reference import environment
+
+            env = environment()
+            label = f"{env.gpu}; torch {env.torch}; triton {env.triton}"
+            ref = replace(result, environment=label)
+            t0 = time.perf_counter()
+            got = measure_task(task, tdir, store, Path(tmp) / "anchored", settings, pred,
+                               label, ref)  # fmt: skip
+            wall = time.perf_counter() - t0
+            print(f"anchored prediction: {wall:.1f} s ({got.anchor or 'anchored'}; "
+                  f"{len(got.seconds) - 2} harness processes; target < 60 s)")  # fmt: skip
     n_calls = len(workload.calls)
     processes = 3 * args.rounds
     print(

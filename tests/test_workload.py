@@ -563,9 +563,10 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
     assert all(s >= 0 for s in result.seconds.values()) and result.seconds["base-0"] > 0
     # and inside each process: imports, inputs, the first (compiling) call, the timed calls
     procs = ("base-0", "gold-0", "gold-1", "base-1")
-    phases = ("imports", "inputs", "outputs", "timing")
+    phases = ("imports", "entry", "inputs", "outputs", "timing")
     assert set(result.phases) == {f"{p} {phase}" for p in procs for phase in phases}
     assert result.phases["base-0 imports"] > 0 and result.phases["base-0 timing"] > 0
+    assert result.phases["base-0 entry"] > 0  # the framework's import, apart from the inputs
     assert sum(v for k, v in result.phases.items() if k.startswith("base-0")) <= (
         result.seconds["base-0"] + 0.05)  # fmt: skip
     # the harness saw which Triton kernels each size launched: the wrapper and the bare kernel
