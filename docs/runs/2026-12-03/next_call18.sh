@@ -25,6 +25,9 @@ if [ "${1:-1}" = 1 ]; then
 fi
 wait
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
+# the selection runs' pytest logs (small): call 15's #714 selection ran 3 tests without the
+# PR's test_conv_cache_backward_no_final_state, which the same collection on the CPU ranks first
+( cd /tmp && find rf rm -path '*/select/pytest.log' 2>/dev/null | tar -czf /tmp/pack/select_logs.tgz -T - )
 for d in $N/tasks $M/tasks; do ( cd $d && find . -maxdepth 2 \( -name task.json -o -name reference.json -o -name 'workload*.json' \) -newer $O/machine.txt -print0 | tar --null -rf /tmp/pack/tasks_$(basename $(dirname $d)).tar -T - ); done
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
 for d in $N/tasks $M/tasks; do ( cd $d && for f in */reference.json; do [ $f -nt $O/machine.txt ] || continue; python3 -c "import json,sys; r=json.load(open(sys.argv[1])); s=r.get('selection') or {}; print(sys.argv[1].split('/')[0][:60], 'sel', s.get('wall_s'), s.get('failure'), 'valid', r.get('valid'), (r.get('validity_note') or '')[:70])" "$f"; done ); done 2>/dev/null
