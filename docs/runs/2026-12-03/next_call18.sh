@@ -3,7 +3,8 @@
 # 1. flash-linear-attention, 10 side by side, --force, starting none after 300 s: first the six
 #    whose PR changes no test and whose selection ran the model tests (collection order) and
 #    launched nothing (#789, #720, #688, #689, #664, #653: the selection now takes the tests
-#    nearest the target module first), then the 16 of call 17's list it did not finish (former
+#    nearest the target module first), #714 again (its selection log: see the packing below),
+#    then the 16 of call 17's list it did not finish (former
 #    "selection run failed (timeout)" verdicts; a call finishes about 6-8 with 6-8 side by
 #    side; 10 here, since a run is mostly its interpreter importing the framework on one core).
 # 2. beside it, Megatron-LM #4566, #4460, #4603 on their rebuilt wheelhouses (call 17 stopped
