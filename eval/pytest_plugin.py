@@ -140,9 +140,9 @@ def module_distances(
 ) -> dict[str, int]:
     """How many imports away from a target module each loaded module of the targets' packages
     is: 0 for `modules` themselves, 1 for a module whose globals hold one of them or something
-    defined in one, and so on. flash-linear-attention #688 changes `chunk_kda_bwd_wy_dqkg_fused`
-    (fla.ops.kda.wy_fast), which tests/ops/test_kda.py reaches through `chunk_kda`
-    (fla.ops.kda.chunk, 1) and the model tests only through fla.models, fla.layers (4): with
+    defined in one, and so on. flash-linear-attention #688 adds `chunk_kda_bwd_wy_dqkg_fused`
+    (fla.ops.kda.chunk_bwd), which tests/ops/test_kda.py reaches through `chunk_kda`
+    (fla.ops.kda.chunk) and the model tests only through fla.models, fla.layers (4): with
     no PR test, the nearest tests go first, not the model tests collection lists first."""
     import sys
 
@@ -200,7 +200,6 @@ def cap_items(
     total: int,
     modules: Sequence[str] = (),
     lines: Mapping[str, Sequence[tuple[int, int]]] | None = None,
-    distance: Mapping[str, int] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """(kept, deselected): at most `per_test` parametrizations of each test function, and at
     most `total` tests taken round-robin over the functions: first those the PR added or
@@ -209,8 +208,7 @@ def cap_items(
     other tests the same way (flash-linear-attention #813: the first four functions of its test
     file never reach the gate kernels; #712: its existing conv tests pass at the setup state,
     the non-contiguous tests it adds do not), else in collection order."""
-    if distance is None:
-        distance = module_distances(modules) if modules else {}
+    distance = module_distances(modules) if modules else {}
     groups: dict[str, list[Any]] = {}
     for item in items:
         groups.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
