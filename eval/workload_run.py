@@ -426,16 +426,18 @@ def measure_task(
     prepared = round(time.perf_counter() - t0, 2)
     try:
         why = "" if anchor is None else anchor_problem(anchor, workload, environment) or ""
-        result = None
+        result, tried = None, {}
         if anchor is not None and prediction and not why:
             pair = {v: trees[v] for v in (Variant.GOLD, Variant.PREDICTION)}
             quick = measure(task, workload, pair, replace(settings, rounds=1), root, environment)
             got = anchored(quick, anchor)
             result, why = (got, "") if isinstance(got, WorkloadResult) else (None, got)
+            tried = {f"anchor {k}": v for k, v in quick.seconds.items()}
         if result is None:
             result = measure(task, workload, trees, settings, root, environment)
-            if why:
-                result = replace(result, anchor=f"not anchored: {why}")
+            if why:  # the anchored attempt's processes count in the cost too
+                seconds = {**tried, **result.seconds}
+                result = replace(result, anchor=f"not anchored: {why}", seconds=seconds)
         if settings.memcheck:
             t1 = time.perf_counter()
             cache = warm_cache(settings, root, Variant.GOLD)
