@@ -169,9 +169,10 @@ def module_distances(
 
 def _origin(obj: Any) -> str | None:
     """The module an object of a module's globals comes from (a module: itself)."""
-    if isinstance(obj, types.ModuleType):
-        return obj.__name__
-    origin = getattr(obj, "__module__", None)
+    try:  # a framework's global may answer attribute lookups with anything (lazy modules)
+        origin = obj.__name__ if isinstance(obj, types.ModuleType) else obj.__module__
+    except Exception:
+        return None
     return origin if isinstance(origin, str) else None
 
 

@@ -428,6 +428,12 @@ def test_without_pr_tests_the_selection_takes_the_tests_nearest_the_target_first
     layer = module("pkg.layers.kda", "class KDALayer:\n    pass\n", chunk_kda=ops.chunk_kda)
     model = module("pkg.models.kda", "class KDAModel:\n    pass\n", KDALayer=layer.KDALayer)
     module("pkg.unrelated", "def helper():\n    return 0\n")
+
+    class Lazy:  # a global whose attribute lookups raise (transformers' lazy objects may)
+        def __getattribute__(self, name: str) -> object:
+            raise RuntimeError(f"no {name} before it loads")
+
+    module("pkg.lazy", lazy=Lazy())
     distance = module_distances(["pkg.ops.kda.wy_fast"])
     assert distance["pkg.ops.kda.wy_fast"] == 0 and distance["pkg.ops.kda.chunk"] == 1
     assert distance["pkg.layers.kda"] == 2 and distance["pkg.models.kda"] == 3
