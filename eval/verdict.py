@@ -173,7 +173,7 @@ class FrameReader:
         )
 
 
-PHASES = ("startup", "collect", "tests", "finish", "exit")
+PHASES = ("startup", "collect", "tests", "finish", "exit", "unfinished")
 
 
 def run_phases(arrivals: Mapping[str, float], start: float, stop: float) -> dict[str, float]:
@@ -181,9 +181,10 @@ def run_phases(arrivals: Mapping[str, float], start: float, stop: float) -> dict
     interpreter and pytest, up to the verdict plugin's hello), `collect` (conftests and test
     modules, hence the framework's import), `tests` (to the last test report), `finish` (the
     kernel watch's isolated timing and report, to pytest's end), `exit` (the interpreter's
-    teardown). A phase whose frames did not come (a run killed early) is left out. On the
-    H200 a flash-linear-attention base or gold run took 21-35 s for about 1 s of tests
-    (2026-12-03); these say which phase to shorten."""
+    teardown). A run that never sent its end (killed, or crashed while collecting) has
+    `unfinished` instead: from its last frame to the process's end. On the H200 a
+    flash-linear-attention base or gold run took 21-35 s for about 1 s of tests (2026-12-03);
+    these say which phase to shorten."""
     marks = [("startup", "hello"), ("collect", "collected"), ("tests", "report"),
              ("finish", "end")]  # fmt: skip
     out: dict[str, float] = {}
@@ -191,12 +192,10 @@ def run_phases(arrivals: Mapping[str, float], start: float, stop: float) -> dict
     for phase, kind in marks:
         at = arrivals.get(kind)
         if at is None:
-            if phase == "tests":  # no test ran: the end follows the collection
-                continue
-            return out
+            continue  # no test ran (no report), or the process ended before this frame
         out[phase] = round(max(0.0, at - last), 3)
         last = at
-    out["exit"] = round(max(0.0, stop - last), 3)
+    out["exit" if "end" in arrivals else "unfinished"] = round(max(0.0, stop - last), 3)
     return out
 
 
