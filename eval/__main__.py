@@ -55,14 +55,18 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--triton-cache", type=Path,
         help="Triton caches of the runs (default ~/.cache/triton-pr-bench/sandbox)",
     )  # fmt: skip
-    p.add_argument(
-        "--wheelhouse", type=Path,
-        help="per-environment wheels (python -m envbuild.wheelhouse): a task whose pins have one "
-        "runs in a virtual environment made from it over this machine's torch and Triton",
-    )  # fmt: skip
+    _wheelhouse(p, "runs")
     p.add_argument(
         "--sandbox-full-dev", action="store_true",
         help="show the host's whole /dev in the sandbox (default: a minimal /dev + GPU nodes)",
+    )  # fmt: skip
+
+
+def _wheelhouse(p: argparse.ArgumentParser, does: str) -> None:
+    p.add_argument(
+        "--wheelhouse", type=Path,
+        help="per-environment wheels (python -m envbuild.wheelhouse): a task whose pins have one "
+        f"{does} in a virtual environment made from it over this machine's torch and Triton",
     )  # fmt: skip
 
 
@@ -180,11 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also time these predictions (only the tasks that have one are timed); results "
         "go to OUT/<task_id>/workload_result.json, which `eval score --out OUT` reads",
     )  # fmt: skip
-    wl.add_argument(
-        "--wheelhouse", type=Path,
-        help="per-environment wheels (python -m envbuild.wheelhouse): a task whose pins have one "
-        "is timed in a virtual environment made from it over this machine's torch and Triton",
-    )  # fmt: skip
+    _wheelhouse(wl, "is timed")
     wl.add_argument(
         "--anchored", action="store_true",
         help="with --predictions: time the gold and the prediction once each and take the "
