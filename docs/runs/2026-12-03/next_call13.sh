@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Prepared 2026-12-03 (fourth session) for the next one, not run yet. Usage: next_call13.sh a|b
+# [nomlm]. Fifth session: the flash-linear-attention part starts tasks until 300 s (it had
+# `--deadline 60`, which cost call 15 19 of its 32 tasks), 10 side by side; `nomlm` leaves the
+# Megatron-LM part out (next_call18.sh runs it, on the wheelhouses rebuilt without --host).
 #   a: the flash-linear-attention gate on the 16 queue tasks whose commits date-pin transformers
 #      4.46.3 (wheelhouse 23f7377a03bc2ce2), 8 side by side, and beside it Megatron-LM's gate on
 #      #4566, #3594, !3220, !3912 on their pydantic/omegaconf wheelhouses (--force: they read
@@ -17,8 +20,8 @@ L=${1:-a}
 N=.carry/n1$L; M=.carry/m2
 S=$(date +%s); END=500
 SEL="--select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 120 --runs 3"
-( timeout -k 20 -s INT $END python3 -m eval reference --tasks $N/tasks --task-file $N/list.txt --repo-path flash-linear-attention=$N/fla.git --wheelhouse $N/wh --out /tmp/rf --jobs 8 $SEL --deadline 60 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s" ) &
-if [ "$L" = a ]; then
+( timeout -k 20 -s INT $END python3 -m eval reference --tasks $N/tasks --task-file $N/list.txt --repo-path flash-linear-attention=$N/fla.git --wheelhouse $N/wh --out /tmp/rf --jobs 10 $SEL --deadline 300 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s" ) &
+if [ "$L" = a ] && [ "${2:-}" != nomlm ]; then
   R="--tasks $M/tasks --repo-path megatron-lm=$M/mlm.git --wheelhouse $M/wh --select-per-test 1 --max-node-ids 4 --select-timeout 240 --timeout 300 --runs 3 --scratch /tmp/sm --triton-cache /tmp/tcm"
   ( timeout -k 15 -s INT 330 python3 -m eval reference $R --task-file $M/all.txt --force --out /tmp/rm --jobs 3 --deadline 30 > $O/mlm.log 2>&1; echo "mlm rc $? after $(( $(date +%s) - S )) s"
     timeout -k 15 -s INT $(( END - ($(date +%s) - S) )) python3 -m eval workload --tasks $M/tasks --task-file $M/opt.txt --repo-path megatron-lm=$M/mlm.git --force --memcheck --rounds 2 --timeout 150 --out /tmp/wm --scratch /tmp/swm --triton-cache /tmp/tcw > $O/workload.log 2>&1; echo "workload rc $? after $(( $(date +%s) - S )) s" ) &
