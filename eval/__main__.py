@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose the test node ids again (a capped gold run with the launch capture)",
     )  # fmt: skip
     ref.add_argument(
+        "--all-runs", action="store_true",
+        help="make every run even when the first base and gold runs leave no test that could "
+        "be fail-to-pass (by default such a task stops there: unverified either way)",
+    )  # fmt: skip
+    ref.add_argument(
         "--deadline", type=float, metavar="SECONDS",
         help="start no task after this many seconds (running ones finish)",
     )  # fmt: skip

@@ -236,6 +236,20 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
     return True, f"workload ({result.metric}, {len(result.calls)} sizes): {measured}{tail}"
 
 
+def fail_to_pass_possible(
+    task: Task, node_ids: Sequence[str], base: RunResult, gold: RunResult
+) -> bool:
+    """Whether more runs could still give a fail-to-pass test after the first base and gold
+    runs: a kept test that passed with the gold and not at the setup state. When none did, no
+    test can pass with the gold and fail at the setup state in every run, so a task that needs
+    one (new_op, bug_fix, feature) is unverified whatever the other runs say (call 15's
+    flash-linear-attention #1107, #1135, #714, #717, #795 ran four more runs each, about 100 s
+    of a slot, to say "no fail-to-pass" again). An optimization needs every run's passes."""
+    if task.task_type.type is TaskType.OPTIMIZATION:
+        return True
+    return any(gold.outcome_of(n) == "passed" and base.outcome_of(n) != "passed" for n in node_ids)
+
+
 def decide(
     task: Task,
     node_ids: Sequence[str],

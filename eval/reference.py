@@ -33,7 +33,13 @@ from curation.model import (
 from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import Backend
-from eval.gate import decide, environment_label, hardware_gap, target_modules
+from eval.gate import (
+    decide,
+    environment_label,
+    fail_to_pass_possible,
+    hardware_gap,
+    target_modules,
+)
 from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
 from eval.pytest_plugin import format_line_ranges
 from eval.workload_model import WorkloadResult
@@ -244,9 +250,12 @@ def run_reference(
     reselect: bool = False,
     gpus_here: int = 1,
     caps: SelectionCaps | None = None,
+    all_runs: bool = False,
 ) -> Reference | None:
     """Choose the node ids (once), run base and gold `runs` times each on them, alternating
     which goes first; the gate's verdict goes into task.json, the runs into reference.json.
+    After the first pair, a task that can no longer have a fail-to-pass test stops there
+    (`fail_to_pass_possible`; its verdict is unverified either way) unless `all_runs`.
     None when the task's hardware is not here (its verdict says so; nothing ran)."""
     interpreter = getattr(backend, "interpreter", None)
     env = environment(interpreter(tdir)[0] if interpreter is not None else None)
@@ -268,6 +277,11 @@ def run_reference(
             for variant in order:
                 run_dir = run_root / task.task_id / f"{variant}-{i}"
                 results.append(backend.run(task, tdir, variant, run_dir, i))
+            if i == 0 and not all_runs:
+                first = {r.variant: r for r in results}
+                if not fail_to_pass_possible(task, node_ids, first[Variant.BASE],
+                                             first[Variant.GOLD]):  # fmt: skip
+                    break
     base = [r for r in results if r.variant is Variant.BASE]
     gold = [r for r in results if r.variant is Variant.GOLD]
     workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)

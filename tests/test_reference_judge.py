@@ -368,3 +368,22 @@ def test_a_no_fail_to_pass_verdict_names_the_packages_its_skipped_tests_wanted()
         "feature: no test fails at the setup state and passes with the gold "
         "(selected tests skip here: flash-attn not installed)"
     )
+
+
+def test_only_a_kept_test_passing_with_the_gold_and_not_at_the_setup_state_keeps_runs_going() -> (
+    None
+):
+    from eval.gate import fail_to_pass_possible
+
+    ids = ["a", "b"]
+    base = run(Variant.BASE, 0, {"a": "passed", "b": "failed"})
+    gold_b_fails = run(Variant.GOLD, 0, {"a": "passed", "b": "failed"})
+    gold_both = run(Variant.GOLD, 0, {"a": "passed", "b": "passed"})
+    assert not fail_to_pass_possible(task(TaskType.BUG_FIX), ids, base, gold_b_fails)
+    assert fail_to_pass_possible(task(TaskType.BUG_FIX), ids, base, gold_both)
+    # a test the base never reported (its process crashed) is not a pass at the setup state
+    gold_a = run(Variant.GOLD, 0, {"a": "passed"})
+    assert fail_to_pass_possible(task(TaskType.NEW_OP), ids, run(Variant.BASE, 0, {}), gold_a)
+    # an optimization needs every run's passes (and its workload): it never stops early
+    base_both = run(Variant.BASE, 0, {"a": "passed", "b": "passed"})
+    assert fail_to_pass_possible(task(TaskType.OPTIMIZATION), ids, base_both, gold_both)

@@ -98,3 +98,36 @@ def test_a_cap_of_one_test_still_finds_the_prs_fail_to_pass_test(tmp_path) -> No
     ref = json.loads((tdir.root / "reference.json").read_text())
     assert ref["fail_to_pass"] == ["tests/test_add.py::test_negative"], ref["validity_note"]
     assert ref["valid"]
+
+
+def test_a_task_that_cannot_get_a_fail_to_pass_test_stops_after_the_first_pair(tmp_path) -> None:
+    """Call 15 (H200, 2026-12-03): flash-linear-attention #1107, #1135, #714, #717, #795 ran
+    their base and gold three times each to say "no fail-to-pass", when the first pair had
+    already left no test that could be one. Such a task now stops after the first pair
+    (unverified either way); `--all-runs` makes every run; a task with a candidate runs all."""
+    from curation.taskdir import task_dirs
+    from eval.__main__ import main as eval_main
+    from tests.tinyfw import mine_sign_fix
+
+    work, tasks = mine_sign_fix(tmp_path, same_file=True, number=6)
+    [tdir] = task_dirs(tasks)
+    path = tdir.root / "task.json"
+
+    def judge(node_ids: list[str], *extra: str) -> dict:
+        data = json.loads(path.read_text())
+        data["tests"]["node_ids"] = node_ids
+        path.write_text(json.dumps(data))
+        argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--no-isolated-timing",
+                "--timeout", "120", "--runs", "3", "--force", "--triton-cache",
+                str(tmp_path / "cache"), "--out", str(tmp_path / "ref"), *extra]  # fmt: skip
+        assert eval_main(argv) == 0
+        return json.loads((tdir.root / "reference.json").read_text())
+
+    p2p = "tests/test_add.py::test_positive"
+    ref = judge([p2p])  # passes at the setup state: never fail-to-pass
+    assert [(r["variant"], r["run"]) for r in ref["runs"]] == [("base", 0), ("gold", 0)]
+    assert "no test fails at the setup state" in ref["validity_note"]
+    ref = judge([p2p], "--all-runs")
+    assert len(ref["runs"]) == 6 and "no test fails at the setup state" in ref["validity_note"]
+    ref = judge([p2p, "tests/test_add.py::test_negative"])
+    assert len(ref["runs"]) == 6 and ref["valid"], ref["validity_note"]
