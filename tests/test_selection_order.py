@@ -131,3 +131,29 @@ def test_a_task_that_cannot_get_a_fail_to_pass_test_stops_after_the_first_pair(t
     assert len(ref["runs"]) == 6 and "no test fails at the setup state" in ref["validity_note"]
     ref = judge([p2p, "tests/test_add.py::test_negative"])
     assert len(ref["runs"]) == 6 and ref["valid"], ref["validity_note"]
+
+
+def test_a_task_without_test_files_collects_the_test_directories_not_the_tree(tmp_path) -> None:
+    """flash-linear-attention #789 and #720 (H200, 2026-12-03) name no test file: their
+    selection runs collected the whole tree, and `benchmarks/cp/test_gdn_with_cp.py`, a script
+    whose `test_ops(args)` is no test, took two of their four tests with fixture errors."""
+    from eval.backends import run_targets
+
+    tests = NS(node_ids=(), changed_in_pr=(), selected_existing=())
+    task = NS(tests=tests, kernels=())
+    (tmp_path / "benchmarks" / "cp").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "cp" / "test_gdn_with_cp.py").write_text(
+        "def test_ops(args): pass\n"
+    )
+    assert run_targets(task, 4, tmp_path) == []  # no test directory: pytest's own rules
+    (tmp_path / "tests").mkdir()
+    assert run_targets(task, 4, tmp_path) == ["tests"]
+    (tmp_path / "test").mkdir()  # Liger-Kernel's is test/
+    assert run_targets(task, 4, tmp_path) == ["tests", "test"]
+    # a task's own files or node ids come first, as before
+    task = NS(tests=NS(node_ids=(), changed_in_pr=("tests/test_a.py",), selected_existing=()),
+              kernels=())  # fmt: skip
+    assert run_targets(task, 4, tmp_path) == ["tests/test_a.py"]
+    task = NS(tests=NS(node_ids=("tests/test_a.py::t",), changed_in_pr=(), selected_existing=()),
+              kernels=())  # fmt: skip
+    assert run_targets(task, 4, tmp_path) == ["tests/test_a.py::t"]
