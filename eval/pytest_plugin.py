@@ -135,21 +135,19 @@ def changed_by_pr(item: Any, lines: Mapping[str, Sequence[tuple[int, int]]]) -> 
     return any(a <= end and start <= b for a, b in spans)
 
 
-def module_distances(
-    modules: Sequence[str], loaded: Mapping[str, Any] | None = None
-) -> dict[str, int]:
+def module_distances(modules: Sequence[str]) -> dict[str, int]:
     """How many imports away from a target module each loaded module of the targets' packages
     is: 0 for `modules` themselves, 1 for a module whose globals hold one of them or something
     defined in one, and so on. flash-linear-attention #688 adds `chunk_kda_bwd_wy_dqkg_fused`
     (fla.ops.kda.chunk_bwd), which tests/ops/test_kda.py reaches through `chunk_kda`
-    (fla.ops.kda.chunk) and the model tests only through fla.models, fla.layers (4): with
-    no PR test, the nearest tests go first, not the model tests collection lists first."""
+    (fla.ops.kda.chunk) and the model tests only through fla.models and fla.layers: with no
+    PR test, the nearest tests go first, not the model tests collection lists first. Read
+    from the modules loaded when the tests are collected (sys.modules)."""
     import sys
 
-    loaded = sys.modules if loaded is None else loaded
     roots = {m.split(".")[0] for m in modules}
     uses: dict[str, set[str]] = {}
-    for name, mod in list(loaded.items()):
+    for name, mod in list(sys.modules.items()):
         if mod is None or name.split(".")[0] not in roots:
             continue
         try:

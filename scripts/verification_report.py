@@ -84,10 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{len(walls)} base/gold runs, median {statistics.median(walls):.1f} s per run.")
     if phased:
         # where a run's time goes (eval.verdict.run_phases; recorded since 2026-12-03)
+        # each phase over the runs that have it (a run has `exit` or `unfinished`, not both)
         print(f"\nMedian seconds per phase over the {len(phased)} runs that recorded them:\n")
-        print("| " + " | ".join(PHASES) + " |\n|" + "---|" * len(PHASES))
-        meds = [statistics.median(p.get(k, 0.0) for p in phased) for k in PHASES]
-        print("| " + " | ".join(f"{m:.1f}" for m in meds) + " |")
+        print("| phase | runs | median (s) |\n|---|---|---|")
+        for k in PHASES:
+            spent = [p[k] for p in phased if k in p]
+            if spent:
+                print(f"| {k} | {len(spent)} | {statistics.median(spent):.1f} |")
     return 0
 
 
