@@ -61,6 +61,9 @@ class TaskFile(StrEnum):
     ENV_DOCKERFILE = "docker/env.Dockerfile"  # envbuild: the environment layer
     BUILD_LOG = "build.log"  # envbuild --build
     REFERENCE = "reference.json"  # eval reference
+    # eval reference: an unfinished reference's selection and runs so far, resumed by the next
+    # command on the same environment and patches; removed when reference.json is written
+    REFERENCE_PARTIAL = "reference.partial.json"
     WORKLOAD = "workload.json"  # eval workload: realistic calls of the targets
     WORKLOAD_RESULT = "workload_result.json"  # eval workload: base and gold timed on them
 

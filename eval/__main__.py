@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         "be fail-to-pass (by default such a task stops there: unverified either way)",
     )  # fmt: skip
     ref.add_argument(
+        "--no-resume", action="store_true",
+        help="start every task over; by default a task whose reference an earlier command left "
+        "unfinished (reference.partial.json, same environment and patches) keeps its selection "
+        "and finished runs",
+    )  # fmt: skip
+    ref.add_argument(
         "--deadline", type=float, metavar="SECONDS",
         help="start no task after this many seconds (running ones finish)",
     )  # fmt: skip

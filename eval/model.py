@@ -98,6 +98,22 @@ class RunResult:
 
 
 @dataclass(frozen=True)
+class PartialReference:
+    """`reference.partial.json`: what an unfinished reference has so far (its selection and
+    the runs that ended), so that the next command resumes it instead of starting over (on the
+    H200 a flash-linear-attention task that compiles its kernels runs 500-650 s, longer than a
+    device call; call 18 lost nine such tasks at its end). Only a command on the same
+    environment (`key`: GPU, torch, Triton, package set) and the same patches resumes it."""
+
+    task_id: str
+    key: str  # environment label and the patches' digest (`eval.reference.resume_key`)
+    node_ids: tuple[str, ...]
+    selection: RunResult | None
+    runs: tuple[RunResult, ...] = ()
+    schema_version: int = REFERENCE_SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
 class VariantSummary:
     """Several runs of one variant: medians and spreads."""
 

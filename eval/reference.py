@@ -13,6 +13,7 @@ changes between runs of one variant are flaky and kept out of both lists.
 from __future__ import annotations
 
 import hashlib
+import logging
 import platform
 import statistics
 import subprocess
@@ -22,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.errors import RecordError
 from core.frameworks import framework
 from curation.model import (
     TargetRole,
@@ -31,7 +33,7 @@ from curation.model import (
     VerificationStatus,
 )
 from curation.targets import new_side_lines
-from curation.taskdir import TaskDir, TaskFile
+from curation.taskdir import TaskDir, TaskFile, patch_digest
 from eval.backends import Backend
 from eval.gate import (
     decide,
@@ -40,9 +42,19 @@ from eval.gate import (
     hardware_gap,
     target_modules,
 )
-from eval.model import Environment, FailureClass, Reference, RunResult, Variant, VariantSummary
+from eval.model import (
+    Environment,
+    FailureClass,
+    PartialReference,
+    Reference,
+    RunResult,
+    Variant,
+    VariantSummary,
+)
 from eval.pytest_plugin import format_line_ranges
 from eval.workload_model import WorkloadResult
+
+log = logging.getLogger(__name__)
 
 
 def environment(python: str | None = None) -> Environment:
@@ -251,11 +263,14 @@ def run_reference(
     gpus_here: int = 1,
     caps: SelectionCaps | None = None,
     all_runs: bool = False,
+    resume: bool = True,
 ) -> Reference | None:
     """Choose the node ids (once), run base and gold `runs` times each on them, alternating
     which goes first; the gate's verdict goes into task.json, the runs into reference.json.
     After the first pair, a task that can no longer have a fail-to-pass test stops there
     (`fail_to_pass_possible`; its verdict is unverified either way) unless `all_runs`.
+    The selection and each finished run are kept in reference.partial.json as they end; with
+    `resume` an interrupted reference on the same environment and patches goes on from there.
     None when the task's hardware is not here (its verdict says so; nothing ran)."""
     interpreter = getattr(backend, "interpreter", None)
     env = environment(interpreter(tdir)[0] if interpreter is not None else None)
@@ -265,18 +280,32 @@ def run_reference(
         verdict = Verification(VerificationStatus.OUT_OF_SCOPE, gap, when, environment_label(env))
         tdir.record_verification(verdict)
         return None
-    selection = None
-    node_ids = task.tests.node_ids
-    if reselect or not node_ids:
-        node_ids, selection = select_node_ids(task, tdir, backend, run_root, caps)
+    key = resume_key(tdir, env)
+    partial = resumable(tdir) if resume else None
+    if partial is not None and partial.key == key:
+        node_ids, selection, results = partial.node_ids, partial.selection, list(partial.runs)
+    else:
+        selection = None
+        node_ids = task.tests.node_ids
+        if reselect or not node_ids:
+            node_ids, selection = select_node_ids(task, tdir, backend, run_root, caps)
+        results = []
+
+    def checkpoint() -> None:
+        kept = PartialReference(task.task_id, key, node_ids, selection, tuple(results))
+        tdir.store(TaskFile.REFERENCE_PARTIAL, kept)
+
+    checkpoint()
     task = replace(task, tests=replace(task.tests, node_ids=node_ids))
-    results: list[RunResult] = []
     if node_ids:
         for i in range(runs):
             order = (Variant.BASE, Variant.GOLD) if i % 2 == 0 else (Variant.GOLD, Variant.BASE)
             for variant in order:
+                if any(r.variant is variant and r.run == i for r in results):
+                    continue  # resumed: this run ended in an earlier command
                 run_dir = run_root / task.task_id / f"{variant}-{i}"
                 results.append(backend.run(task, tdir, variant, run_dir, i))
+                checkpoint()
             if i == 0 and not all_runs:
                 first = {r.variant: r for r in results}
                 if not fail_to_pass_possible(task, node_ids, first[Variant.BASE],
@@ -304,7 +333,26 @@ def run_reference(
     )
     tdir.store(TaskFile.REFERENCE, ref)
     tdir.record_verification(verdict, node_ids)
+    tdir.path(TaskFile.REFERENCE_PARTIAL).unlink(missing_ok=True)
     return ref
+
+
+def resumable(tdir: TaskDir) -> PartialReference | None:
+    """The task's partial reference, None when there is none or it cannot be read (it is only
+    a shortcut: the reference then starts over, and says so in the log)."""
+    try:
+        return tdir.load(TaskFile.REFERENCE_PARTIAL, PartialReference)
+    except RecordError as exc:
+        log.warning("%s: not resumed, starting over: %s", tdir.id, exc)
+        return None
+
+
+def resume_key(tdir: TaskDir, env: Environment) -> str:
+    """What a partial reference must share with this command to be resumed: the environment
+    (GPU, torch, Triton, package set) and the task's patches."""
+    files = (TaskFile.GOLD_PATCH, TaskFile.SETUP_PATCH, TaskFile.TEST_PATCH)
+    patches = b"\0".join(tdir.read_bytes(f) or b"-" for f in files)
+    return f"{environment_label(env)}; patches {patch_digest(patches)}"
 
 
 def hardware_verdict(task: Task) -> Verification | None:

@@ -45,6 +45,7 @@ class EvalSettings:
     runs: int = 3
     reselect: bool = False  # choose the node ids again even when the task has them
     all_runs: bool = False  # every run even when the first pair rules out a fail-to-pass test
+    no_resume: bool = False  # start over even where reference.partial.json could be resumed
     select_per_test: int = 2  # selection run: parametrizations of one test function
     select_max: int = 0  # selection run: tests in all (0: the framework's, else 24)
     max_node_ids: int = 8  # node ids kept for the reference runs
@@ -163,7 +164,7 @@ def run_references(
     with output_lock(args.out), scratch_dir(args.scratch) as tmp:
         backend = make_backend(args, Path(tmp))
         run = partial(run_reference, reselect=args.reselect, gpus_here=gpus, caps=caps,
-                      all_runs=args.all_runs)  # fmt: skip
+                      all_runs=args.all_runs, resume=not args.no_resume)  # fmt: skip
 
         def one(tdir: TaskDir) -> Reference | None:
             return run(tdir.load_task(), tdir, backend, args.out, args.runs)

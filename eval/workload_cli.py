@@ -167,13 +167,15 @@ def on_wheelhouse(
     settings: MeasureSettings, wheelhouse: Path | None, tdir: TaskDir
 ) -> MeasureSettings:
     """`settings` with the Python of the task's wheelhouse venv (Megatron-LM #4460 imports
-    omegaconf, which the H200's image lacks), as its tests run on; unchanged without one."""
+    omegaconf, which the H200's image lacks), as its tests run on, and the venv shown to the
+    sandbox (call 18 on the H200: without it every harness process failed with "prlimit: failed
+    to execute .../venvs/.../bin/python"); unchanged without one."""
     from dataclasses import replace
 
     from eval.backends import RunSettings, interpreter_for
 
     python, venv = interpreter_for(RunSettings(wheelhouse=wheelhouse), tdir)
-    return settings if venv is None else replace(settings, python=python)
+    return settings if venv is None else replace(settings, python=python, venv=venv)
 
 
 def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> int:

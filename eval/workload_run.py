@@ -63,6 +63,7 @@ class MeasureSettings:
     triton_cache: Path | None = None  # a warm cache for kernel_time (cold runs use their own)
     cpu_ok: bool = False  # tests: time on the host (TRITON_INTERPRET=1)
     python: str | None = None
+    venv: Path | None = None  # the wheelhouse venv `python` lives in: shown to the sandbox
     memcheck: bool = False  # also run the gold once on the smallest size under memcheck
     sanitizer: str | None = None  # the compute-sanitizer to use (default: found on the host)
 
@@ -151,6 +152,7 @@ def _run_once(
         policy=settings.policy,
         python=settings.python or sys.executable,
         extra_env=env,
+        readonly=(settings.venv,) if settings.venv is not None else (),
         writable=(cache,),
         sandboxed=sandboxed,
         prefix=prefix,

@@ -7,12 +7,15 @@ an archive (at most eight files come back from a call). This merges them:
     python scripts/merge_device_results.py results.tgz [more folders or archives] --tasks tasks
 
 Reads: folders holding `<task_id>/task.json` (and `reference.json`, `workload_result.json`), or
-.tar / .tgz archives of them (archives inside an archive are opened too). Writes, per task:
+`<task_id>/reference.partial.json` (a reference the call's end cut: its selection and finished
+runs, for the next call to resume), or .tar / .tgz archives of them (archives inside an archive
+are opened too). Writes, per task:
 the verdict and the node ids (through `TaskDir.record_verification`) and the run files, only
 when the run was made on this directory's task: the same targets and setup patch (a curation
 that changed since makes the run another task's). A task directory with a newer verdict than
 the run's keeps it, and one with the run's own verdict (perhaps rejudged since) keeps that and
-only gains the run files it lacks. What is skipped is named, with why.
+only gains the run files it lacks. A partial reference replaces the directory's (the call
+resumed from it); a merged verdict removes it. What is skipped is named, with why.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from curation.model import TestSelection, Verification
 from curation.taskdir import TaskDir, TaskFile
 
 RUN_FILES = (TaskFile.REFERENCE, TaskFile.WORKLOAD_RESULT)
+PARTIAL = TaskFile.REFERENCE_PARTIAL
 
 
 def _unpack(archive: Path, into: Path) -> None:
@@ -47,14 +51,16 @@ def _unpack(archive: Path, into: Path) -> None:
 
 
 def run_dirs(sources: list[Path], scratch: Path) -> Iterator[Path]:
-    """Every folder under `sources` (archives unpacked into `scratch`) that holds a task.json."""
+    """Every folder under `sources` (archives unpacked into `scratch`) that holds a task.json
+    or a partial reference."""
     for i, src in enumerate(sources):
         root = src
         if src.is_file():
             root = scratch / str(i)
             root.mkdir()
             _unpack(src, root)
-        yield from sorted(p.parent for p in root.rglob("task.json"))
+        found = {p.parent for p in root.rglob("task.json")}
+        yield from sorted(found | {p.parent for p in root.rglob(PARTIAL.value)})
 
 
 def merge_one(run: Path, tasks: Path) -> str:
@@ -62,6 +68,12 @@ def merge_one(run: Path, tasks: Path) -> str:
     tdir = TaskDir(tasks / run.name)
     if not tdir.path(TaskFile.TASK).is_file():
         return f"no task directory under {tasks}, skipped"
+    if (run / PARTIAL).is_file() and not (run / TaskFile.REFERENCE).is_file():
+        # the reference `eval reference` resumes only on the environment and patches it was
+        # made on (`eval.reference.resume_key`), so a stale one is never mixed in
+        shutil.copyfile(run / PARTIAL, tdir.path(PARTIAL))
+        runs = len(json.loads((run / PARTIAL).read_text()).get("runs") or ())
+        return f"partial: the selection and {runs} finished run(s) kept for the next call"
     ran = json.loads((run / "task.json").read_text())
     here = json.loads(tdir.path(TaskFile.TASK).read_text())
     if ran.get("targets") != here.get("targets"):
@@ -89,6 +101,8 @@ def merge_one(run: Path, tasks: Path) -> str:
     copied = [f for f in RUN_FILES if (run / f).is_file()]
     for f in copied:
         shutil.copyfile(run / f, tdir.path(f))
+    if TaskFile.REFERENCE in copied:
+        tdir.path(PARTIAL).unlink(missing_ok=True)  # finished: nothing to resume
     files = "".join(f"; {f}" for f in copied)
     return f"merged: {verdict.status} ({verdict.reason}){files}"
 
@@ -98,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", type=Path, nargs="+", help="folders or .tar/.tgz archives")
     ap.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
     args = ap.parse_args(argv)
-    merged = kept = skipped = 0
+    merged = kept = partial = skipped = 0
     with tempfile.TemporaryDirectory() as scratch:
         try:
             runs = list(run_dirs(args.results, Path(scratch)))
@@ -113,9 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run.name}: {what}")
             merged += what.startswith("merged")
             kept += what.startswith("kept")
-            skipped += not what.startswith(("merged", "kept"))
-    print(f"{merged} merged, {kept} kept, {skipped} skipped")
-    return 0 if merged or kept or not skipped else 1
+            partial += what.startswith("partial")
+            skipped += not what.startswith(("merged", "kept", "partial"))
+    print(f"{merged} merged, {kept} kept, {partial} partial, {skipped} skipped")
+    return 0 if merged or kept or partial or not skipped else 1
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ wrong-output kernels, and score a predictions file."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from core.records import from_json
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from curation.taskdir import TaskDir, task_dirs
+from curation.taskdir import TaskDir, TaskFile, task_dirs
 from eval.__main__ import main as eval_main
 from eval.backends import LocalBackend, RunSettings
 from eval.model import FailureClass, Reference, Variant
@@ -147,6 +148,73 @@ def test_no_test_launching_a_target_leaves_the_task_unverified(task_env, tmp_pat
     assert verdict.status == "unverified" and verdict.reason == "no test launches a target kernel"
     ref = from_json(Reference, json.loads((tdir.root / "reference.json").read_text()))
     assert ref.node_ids == () and ref.runs == ()
+
+
+def test_an_interrupted_reference_resumes_from_its_finished_runs(task_env, tmp_path: Path) -> None:
+    """Call 18 on the H200: nine flash-linear-attention tasks (a selection of about 95 s, runs
+    of 60-90 s each) were under way when the call's time ran out, and everything they had run
+    was lost with the machine. The selection and each finished run are now kept in
+    reference.partial.json; the next command on the same environment and patches runs only
+    what is missing, and a partial of another environment starts over."""
+    import shutil
+
+    from core.files import write_record
+    from eval.model import PartialReference
+    from eval.reference import run_reference
+    from eval.sandbox import Interrupted
+
+    repo, _work, tasks = task_env
+    tdir = _copy_tasks(tasks, tmp_path / "tasks")
+    fresh = tdir.load_task()
+    fresh = replace(fresh, tests=replace(fresh.tests, node_ids=()))
+    write_record(tdir.root / "task.json", fresh)
+    real = backend(repo, tmp_path)
+    made: list[tuple[str, str, int]] = []
+
+    class Recording:
+        """The real backend, stopping (as an interrupt would) at run number `stop`."""
+
+        def __init__(self, stop: int | None = None):
+            self.stop = stop
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def run(self, task, tdir, variant, run_dir, i, *args, **kwargs):
+            if self.stop is not None and len(made) == self.stop:
+                raise Interrupted("interrupted: the run was stopped")
+            made.append((run_dir.name, str(variant), i))
+            return real.run(task, tdir, variant, run_dir, i, *args, **kwargs)
+
+    with pytest.raises(Interrupted):  # selection, base-0, gold-0, then the interrupt
+        run_reference(tdir.load_task(), tdir, Recording(stop=3), tmp_path / "runs", runs=2)  # type: ignore[arg-type]
+    assert not tdir.has(TaskFile.REFERENCE)
+    partial = tdir.load(TaskFile.REFERENCE_PARTIAL, PartialReference)
+    assert partial is not None and partial.selection is not None and partial.node_ids
+    assert [(r.variant, r.run) for r in partial.runs] == [("base", 0), ("gold", 0)]
+    kept = tmp_path / "partial.json"
+    shutil.copyfile(tdir.path(TaskFile.REFERENCE_PARTIAL), kept)
+
+    made.clear()
+    ref = run_reference(tdir.load_task(), tdir, Recording(), tmp_path / "runs", runs=2)  # type: ignore[arg-type]
+    assert made == [("gold-1", "gold", 1), ("base-1", "base", 1)]  # no selection, no run twice
+    assert ref is not None and ref.valid, ref and ref.validity_note
+    assert [(r.variant, r.run) for r in ref.runs] == [("base", 0), ("gold", 0), ("gold", 1),
+                                                      ("base", 1)]  # fmt: skip
+    assert ref.selection == partial.selection and ref.node_ids == partial.node_ids
+    assert not tdir.has(TaskFile.REFERENCE_PARTIAL)  # done: nothing left to resume
+
+    # a partial made on another environment (or patches) is not resumed
+    other = replace(partial, key="NVIDIA H100; torch 2.4; triton 3.0; packages x")
+    write_record(tdir.path(TaskFile.REFERENCE_PARTIAL), other)
+    made.clear()
+    assert run_reference(tdir.load_task(), tdir, Recording(), tmp_path / "runs2", runs=1)  # type: ignore[arg-type]
+    assert [m[0] for m in made] == ["base-0", "gold-0"]  # node ids kept in task.json: no selection
+    # nor one that cannot be read: the reference starts over and says so
+    tdir.path(TaskFile.REFERENCE_PARTIAL).write_text("{ not json")
+    made.clear()
+    assert run_reference(tdir.load_task(), tdir, Recording(), tmp_path / "runs3", runs=1)  # type: ignore[arg-type]
+    assert [m[0] for m in made] == ["base-0", "gold-0"]
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,29 @@ def test_a_run_returns_only_to_its_own_task_and_never_over_a_newer_verdict(
     assert tdir.path(TaskFile.WORKLOAD_RESULT).read_text() == '{"kept": true}'
 
 
+def test_a_partial_reference_goes_back_for_the_next_call_and_a_verdict_removes_it(
+    tmp_path: Path, capsys
+) -> None:
+    """Call 18: tasks that the call's end cut come back as reference.partial.json alone (their
+    task.json unchanged): it replaces the directory's, so the next call resumes from it; the
+    task's verdict, when it comes, removes it."""
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    cut = tmp_path / "cut" / tdir.root.name
+    cut.mkdir(parents=True)
+    (cut / "reference.partial.json").write_text(json.dumps({"task_id": tdir.id, "runs": [{}, {}]}))
+    tdir.path(TaskFile.REFERENCE_PARTIAL).write_text("{}")  # an earlier call's, with less
+    assert merge([str(tmp_path / "cut"), "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert "2 finished run(s) kept" in out and "1 partial" in out
+    assert tdir.path(TaskFile.REFERENCE_PARTIAL).read_text() == (cut / "reference.partial.json"
+                                                                  ).read_text()  # fmt: skip
+    _run_copy(tdir.root, tmp_path / "done")
+    assert merge([str(tmp_path / "done"), "--tasks", str(tasks)]) == 0
+    assert "merged: verified" in capsys.readouterr().out
+    assert not tdir.path(TaskFile.REFERENCE_PARTIAL).exists()
+
+
 def test_help_and_a_broken_archive(tmp_path: Path, capsys) -> None:
     import pytest
 

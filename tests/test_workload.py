@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -582,6 +583,36 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
                         replace(settings, rounds=1), wrong)  # fmt: skip
     assert [c.prediction_matches for c in pred.calls] == [False, False], pred.calls
     assert "prediction" in pred.calls[0].mismatch
+
+
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the sandbox needs bubblewrap")
+def test_a_sandboxed_harness_runs_on_the_wheelhouse_venv(tmp_path: Path) -> None:
+    """Call 18 on the H200 (Megatron-LM #4460, `eval workload --wheelhouse`): the harness's
+    Python was the task's wheelhouse venv, which the sandbox did not show, so every process
+    failed with "prlimit: failed to execute .../venvs/.../bin/python". The venv is now mounted
+    read-only beside the harness, and its own packages import there."""
+    from envbuild.wheelhouse import prepare_venv
+    from eval.workload_run import MeasureSettings, measure_task
+    from tests.test_wheelhouse import build_wheel
+
+    repo, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    tdir.store(TaskFile.WORKLOAD, _rowscale_workload(task.task_id))
+    house = tmp_path / "house"
+    house.mkdir()
+    wheel = build_wheel(tmp_path, "tpbdep", "1.0")
+    wheel.rename(house / wheel.name)
+    python = prepare_venv(house, tmp_path / "venvs")  # under the sandbox's private /tmp
+    settings = MeasureSettings(rounds=1, cpu_ok=True, timeout_s=300, python=str(python),
+                               venv=python.parent.parent)  # fmt: skip
+    store = SourceStore(GitRepo(repo.path))
+    result = measure_task(task, tdir, store, tmp_path / "scratch", settings)
+    assert [c.error for c in result.calls] == ["", ""]
+    assert all(c.base is not None and c.gold is not None for c in result.calls)
+    # without the mount the same venv is not there inside the sandbox
+    blind = replace(settings, venv=None)
+    result = measure_task(task, tdir, store, tmp_path / "scratch2", blind)
+    assert all("bin/python" in c.error for c in result.calls), result.calls
 
 
 def test_an_anchored_prediction_runs_two_processes_and_takes_the_base_from_the_reference(
