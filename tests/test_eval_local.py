@@ -150,6 +150,28 @@ def test_no_test_launching_a_target_leaves_the_task_unverified(task_env, tmp_pat
     assert ref.node_ids == () and ref.runs == ()
 
 
+def test_reselect_collects_the_test_files_not_the_old_node_ids(task_env, tmp_path: Path) -> None:
+    """flash-linear-attention #714 (H200, calls 15 and 19): `--reselect` ran the selection on
+    the task's old node ids, three tests that pass at the setup state, and never on the test
+    its PR adds. The selection now collects the task's test files whatever node ids it had."""
+    from core.files import write_record
+
+    _repo, work, tasks = task_env
+    tdir = _copy_tasks(tasks, tmp_path / "tasks")
+    old = tdir.load_task()
+    stale = replace(old, tests=replace(old.tests, node_ids=("tests/test_shape.py::test_shape",)))
+    write_record(tdir.root / "task.json", stale)
+    argv = ["reference", "--tasks", str(tmp_path / "tasks"), "--work", str(work), "--runs", "1",
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing", "--reselect",
+            "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
+    assert eval_main(argv) == 0
+    ref = from_json(Reference, json.loads((tdir.root / "reference.json").read_text()))
+    assert ref.selection is not None
+    ran = {t.nodeid for t in ref.selection.tests}
+    assert "tests/test_values.py::test_values" in ran, ran
+    assert ref.fail_to_pass == ("tests/test_values.py::test_values",) and ref.valid
+
+
 def test_an_interrupted_reference_resumes_from_its_finished_runs(task_env, tmp_path: Path) -> None:
     """Call 18 on the H200: nine flash-linear-attention tasks (a selection of about 95 s, runs
     of 60-90 s each) were under way when the call's time ran out, and everything they had run
