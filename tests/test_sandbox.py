@@ -298,3 +298,44 @@ def test_a_reference_without_sandbox_is_recorded_as_such(tiny_task, tmp_path: Pa
     [ref_path] = copy.rglob("reference.json")
     ref = json.loads(ref_path.read_text())
     assert ref["valid"] and {r["sandbox"] for r in ref["runs"]} == {"none"}
+
+
+def test_an_interrupt_kills_every_run_before_waiting_for_any(monkeypatch) -> None:
+    """H200, call 20: twelve flash-linear-attention runs were killed and waited for one by one
+    on a time limit's INT; a GPU process takes seconds to go (its CUDA context torn down), and
+    the command was still waiting when the KILL came 20 s later. Every group is now killed
+    first, then each is waited for."""
+    import subprocess
+    import sys
+
+    from eval import sandbox
+
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                              start_new_session=True) for _ in range(3)]  # fmt: skip
+    events: list[tuple[str, int]] = []
+    real_killpg = sandbox.os.killpg
+
+    def killpg(pid: int, sig: int) -> None:
+        events.append(("kill", pid))
+        real_killpg(pid, sig)
+
+    monkeypatch.setattr(sandbox.os, "killpg", killpg)
+    for p in procs:
+        real_wait = p.wait
+
+        def wait(timeout=None, _p=p, _w=real_wait):  # type: ignore[no-untyped-def]
+            events.append(("wait", _p.pid))
+            return _w(timeout)
+
+        monkeypatch.setattr(p, "wait", wait)
+    monkeypatch.setattr(sandbox, "_LIVE", set(procs))
+    try:
+        assert sandbox.interrupt_runs() == 3
+    finally:
+        sandbox.accept_runs()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    first_wait = next(i for i, (k, _) in enumerate(events) if k == "wait")
+    assert {pid for k, pid in events[:first_wait] if k == "kill"} == {p.pid for p in procs}
+    assert all(p.returncode is not None for p in procs)
