@@ -224,6 +224,10 @@ class LocalBackend:
         """The Python the task's tests run on (its wheelhouse's venv, or this one)."""
         return interpreter_for(self.settings, tdir)
 
+    def tuning_cache(self, task: Task) -> Path:
+        """The Triton cache the task's trusted runs share, autotuning results included."""
+        return _cache(self.settings, task, Variant.GOLD)
+
     def run(
         self,
         task: Task,

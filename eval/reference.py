@@ -18,7 +18,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +52,7 @@ from eval.model import (
     VariantSummary,
 )
 from eval.pytest_plugin import format_line_ranges
+from eval.sandbox import Interrupted
 from eval.workload_model import WorkloadResult
 
 log = logging.getLogger(__name__)
@@ -286,8 +287,12 @@ def run_reference(
         return None
     key = resume_key(tdir, env)
     partial = resumable(tdir) if resume else None
+    cache_of = getattr(backend, "tuning_cache", None)
+    cache = cache_of(task) if cache_of is not None else None
     if partial is not None and partial.key == key:
         node_ids, selection, results = partial.node_ids, partial.selection, list(partial.runs)
+        if cache is not None:
+            restore_tuning(cache, partial.autotune)
     else:
         selection = None
         node_ids = task.tests.node_ids
@@ -296,25 +301,18 @@ def run_reference(
         results = []
 
     def checkpoint() -> None:
-        kept = PartialReference(task.task_id, key, node_ids, selection, tuple(results))
+        tuned = tuning_results(cache) if cache is not None else {}
+        kept = PartialReference(task.task_id, key, node_ids, selection, tuple(results),
+                                autotune=tuned)  # fmt: skip
         tdir.store(TaskFile.REFERENCE_PARTIAL, kept)
 
     checkpoint()
     task = replace(task, tests=replace(task.tests, node_ids=node_ids))
-    if node_ids:
-        for i in range(runs):
-            order = (Variant.BASE, Variant.GOLD) if i % 2 == 0 else (Variant.GOLD, Variant.BASE)
-            for variant in order:
-                if any(r.variant is variant and r.run == i for r in results):
-                    continue  # resumed: this run ended in an earlier command
-                run_dir = run_root / task.task_id / f"{variant}-{i}"
-                results.append(backend.run(task, tdir, variant, run_dir, i))
-                checkpoint()
-            if i == 0 and not all_runs:
-                first = {r.variant: r for r in results}
-                if not fail_to_pass_possible(task, node_ids, first[Variant.BASE],
-                                             first[Variant.GOLD]):  # fmt: skip
-                    break
+    try:
+        _make_runs(task, tdir, backend, run_root, runs, node_ids, results, checkpoint, all_runs)
+    except Interrupted:
+        checkpoint()  # the run cut short leaves no result, but what Triton tuned meanwhile
+        raise
     base = [r for r in results if r.variant is Variant.BASE]
     gold = [r for r in results if r.variant is Variant.GOLD]
     workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
@@ -341,6 +339,36 @@ def run_reference(
     return ref
 
 
+def _make_runs(
+    task: Task,
+    tdir: TaskDir,
+    backend: Backend,
+    run_root: Path,
+    runs: int,
+    node_ids: tuple[str, ...],
+    results: list[RunResult],
+    checkpoint: Callable[[], None],
+    all_runs: bool,
+) -> None:
+    """The base and gold runs `results` lacks, alternating which goes first, each kept as it
+    ends; after the first pair, none more when no fail-to-pass test is possible any longer."""
+    if not node_ids:
+        return
+    for i in range(runs):
+        order = (Variant.BASE, Variant.GOLD) if i % 2 == 0 else (Variant.GOLD, Variant.BASE)
+        for variant in order:
+            if any(r.variant is variant and r.run == i for r in results):
+                continue  # resumed: this run ended in an earlier command
+            run_dir = run_root / task.task_id / f"{variant}-{i}"
+            results.append(backend.run(task, tdir, variant, run_dir, i))
+            checkpoint()
+        if i == 0 and not all_runs:
+            first = {r.variant: r for r in results}
+            if not fail_to_pass_possible(task, node_ids, first[Variant.BASE],
+                                         first[Variant.GOLD]):  # fmt: skip
+                return
+
+
 def resumable(tdir: TaskDir) -> PartialReference | None:
     """The task's partial reference, None when there is none or it cannot be read (it is only
     a shortcut: the reference then starts over, and says so in the log)."""
@@ -349,6 +377,30 @@ def resumable(tdir: TaskDir) -> PartialReference | None:
     except RecordError as exc:
         log.warning("%s: not resumed, starting over: %s", tdir.id, exc)
         return None
+
+
+TUNING_GLOB = "*.autotune.json"  # Triton's autotuning results (TRITON_CACHE_AUTOTUNING=1)
+
+
+def tuning_results(cache: Path) -> dict[str, str]:
+    """The autotuning results in a task's Triton cache, by their path under it."""
+    if not cache.is_dir():
+        return {}
+    return {str(p.relative_to(cache)): p.read_text(errors="replace")
+            for p in sorted(cache.rglob(TUNING_GLOB)) if p.is_file()}  # fmt: skip
+
+
+def restore_tuning(cache: Path, results: dict[str, str]) -> None:
+    """Put a partial reference's autotuning results back into the task's cache (those it has
+    are kept); a path that would leave the cache is ignored."""
+    root = cache.resolve()
+    for rel, text in results.items():
+        path = (cache / rel).resolve()
+        if not path.is_relative_to(root) or not path.name.endswith(".autotune.json"):
+            continue
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
 
 
 def resume_key(tdir: TaskDir, env: Environment) -> str:

@@ -192,6 +192,9 @@ def test_an_interrupted_reference_resumes_from_its_finished_runs(task_env, tmp_p
     write_record(tdir.root / "task.json", fresh)
     real = backend(repo, tmp_path)
     made: list[tuple[str, str, int]] = []
+    seen: list[bool] = []  # whether the tuning result was in the cache as each run started
+    tuned = real.tuning_cache(fresh) / "0123abcd" / "add_kernel.autotune.json"
+    midway = real.tuning_cache(fresh) / "4567ef01" / "add_kernel.autotune.json"
 
     class Recording:
         """The real backend, stopping (as an interrupt would) at run number `stop`."""
@@ -204,9 +207,17 @@ def test_an_interrupted_reference_resumes_from_its_finished_runs(task_env, tmp_p
 
         def run(self, task, tdir, variant, run_dir, i, *args, **kwargs):
             if self.stop is not None and len(made) == self.stop:
+                # a run cut short: Triton had kept one kernel's tuning before the interrupt
+                midway.parent.mkdir(parents=True, exist_ok=True)
+                midway.write_text('{"key": [128]}')
                 raise Interrupted("interrupted: the run was stopped")
             made.append((run_dir.name, str(variant), i))
-            return real.run(task, tdir, variant, run_dir, i, *args, **kwargs)
+            seen.append(tuned.exists())
+            result = real.run(task, tdir, variant, run_dir, i, *args, **kwargs)
+            if run_dir.name == "gold-0":  # as Triton keeps a tuning result in the task's cache
+                tuned.parent.mkdir(parents=True, exist_ok=True)
+                tuned.write_text('{"key": [64], "configs_timings": [[{"BLOCK": 64}, 1.0]]}')
+            return result
 
     with pytest.raises(Interrupted):  # selection, base-0, gold-0, then the interrupt
         run_reference(tdir.load_task(), tdir, Recording(stop=3), tmp_path / "runs", runs=2)  # type: ignore[arg-type]
@@ -214,12 +225,16 @@ def test_an_interrupted_reference_resumes_from_its_finished_runs(task_env, tmp_p
     partial = tdir.load(TaskFile.REFERENCE_PARTIAL, PartialReference)
     assert partial is not None and partial.selection is not None and partial.node_ids
     assert [(r.variant, r.run) for r in partial.runs] == [("base", 0), ("gold", 0)]
-    kept = tmp_path / "partial.json"
-    shutil.copyfile(tdir.path(TaskFile.REFERENCE_PARTIAL), kept)
+    assert partial.autotune == {"0123abcd/add_kernel.autotune.json": tuned.read_text(),
+                                "4567ef01/add_kernel.autotune.json": '{"key": [128]}'}  # fmt: skip
 
+    # resumed on a fresh machine (the cache is gone): the tuning result comes back first
+    shutil.rmtree(real.tuning_cache(fresh))
     made.clear()
+    seen.clear()
     ref = run_reference(tdir.load_task(), tdir, Recording(), tmp_path / "runs", runs=2)  # type: ignore[arg-type]
     assert made == [("gold-1", "gold", 1), ("base-1", "base", 1)]  # no selection, no run twice
+    assert seen == [True, True]
     assert ref is not None and ref.valid, ref and ref.validity_note
     assert [(r.variant, r.run) for r in ref.runs] == [("base", 0), ("gold", 0), ("gold", 1),
                                                       ("base", 1)]  # fmt: skip

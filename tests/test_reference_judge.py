@@ -387,3 +387,19 @@ def test_only_a_kept_test_passing_with_the_gold_and_not_at_the_setup_state_keeps
     # an optimization needs every run's passes (and its workload): it never stops early
     base_both = run(Variant.BASE, 0, {"a": "passed", "b": "passed"})
     assert fail_to_pass_possible(task(TaskType.OPTIMIZATION), ids, base_both, gold_both)
+
+
+def test_a_partial_references_tuning_results_stay_inside_the_tasks_cache(tmp_path) -> None:
+    """A partial reference comes back from another machine: what it restores goes under the
+    task's Triton cache only, as autotuning results only, and never over one already there."""
+    from eval.reference import restore_tuning, tuning_results
+
+    cache = tmp_path / "cache"
+    (cache / "k1").mkdir(parents=True)
+    (cache / "k1" / "a.autotune.json").write_text("here")
+    restore_tuning(cache, {"k1/a.autotune.json": "theirs", "k2/b.autotune.json": "b",
+                           "../escape.autotune.json": "x", "k3/code.py": "x"})  # fmt: skip
+    assert tuning_results(cache) == {"k1/a.autotune.json": "here", "k2/b.autotune.json": "b"}
+    assert not (tmp_path / "escape.autotune.json").exists()
+    assert not (cache / "k3").exists()
+    assert tuning_results(tmp_path / "none") == {}
