@@ -233,7 +233,8 @@ def select_node_ids(
     # the run collects the task's test files: node ids chosen before would be all it ran
     # (`--reselect` on flash-linear-attention #714, H200 calls 15 and 19: the three old node ids
     # ran again, never the test its PR adds)
-    task = replace(task, tests=replace(task.tests, node_ids=()))
+    if task.tests.node_ids:
+        task = replace(task, tests=replace(task.tests, node_ids=()))
     total = caps.total or framework(task.framework).tests.select_max or SELECT_MAX
     modules = target_modules(task)
     lines = new_side_lines(tdir.read_bytes(TaskFile.TEST_PATCH) or b"")

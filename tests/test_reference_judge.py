@@ -174,7 +174,7 @@ def test_the_selection_run_takes_the_frameworks_cap_unless_the_command_names_one
     def fake(fw: str):
         return SimpleNamespace(framework=fw, task_id="t", targets=(), kernels=(),
                                target_files=frozenset(),
-                               tests=SimpleNamespace(changed_in_pr=()))  # fmt: skip
+                               tests=SimpleNamespace(changed_in_pr=(), node_ids=()))  # fmt: skip
 
     for fw, caps in (("flash-linear-attention", None), ("someone__else", None),
                      ("flash-linear-attention", SelectionCaps(total=9))):  # fmt: skip
