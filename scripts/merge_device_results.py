@@ -36,6 +36,7 @@ from curation.taskdir import TaskDir, TaskFile
 
 RUN_FILES = (TaskFile.REFERENCE, TaskFile.WORKLOAD_RESULT)
 PARTIAL = TaskFile.REFERENCE_PARTIAL
+ARCHIVES = (".tar", ".tgz", ".tar.gz")
 
 
 def _unpack(archive: Path, into: Path) -> None:
@@ -44,7 +45,7 @@ def _unpack(archive: Path, into: Path) -> None:
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
     while inner := next((f for f in sorted(into.rglob("*")) if f.is_file() and
-                         f.name.endswith((".tar", ".tgz", ".tar.gz"))), None):  # fmt: skip
+                         f.name.endswith(ARCHIVES)), None):  # fmt: skip
         with tarfile.open(inner) as tar:
             tar.extractall(inner.parent, filter="data")
         inner.unlink()
@@ -54,13 +55,20 @@ def run_dirs(sources: list[Path], scratch: Path) -> Iterator[Path]:
     """Every folder under `sources` (archives unpacked into `scratch`) that holds a task.json
     or a partial reference."""
     for i, src in enumerate(sources):
-        root = src
-        if src.is_file():
-            root = scratch / str(i)
-            root.mkdir()
-            _unpack(src, root)
-        found = {p.parent for p in root.rglob("task.json")}
-        yield from sorted(found | {p.parent for p in root.rglob(PARTIAL.value)})
+        # a call's folder as committed (docs/runs/*/results/callN: machine.txt and the
+        # results.tgz that came back) is read with its archives, not passed over
+        archives = [src] if src.is_file() else sorted(
+            f for f in src.rglob("*") if f.is_file() and f.name.endswith(ARCHIVES))  # fmt: skip
+        roots = [] if src.is_file() else [src]
+        for j, archive in enumerate(archives):
+            roots.append(scratch / f"{i}-{j}")
+            roots[-1].mkdir()
+            _unpack(archive, roots[-1])
+        found: set[Path] = set()
+        for root in roots:
+            found |= {p.parent for p in root.rglob("task.json")}
+            found |= {p.parent for p in root.rglob(PARTIAL.value)}
+        yield from sorted(found)
 
 
 def merge_one(run: Path, tasks: Path) -> str:

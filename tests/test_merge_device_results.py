@@ -109,6 +109,29 @@ def test_a_partial_reference_goes_back_for_the_next_call_and_a_verdict_removes_i
     assert not tdir.path(TaskFile.REFERENCE_PARTIAL).exists()
 
 
+def test_a_committed_call_folder_is_read_with_the_archives_it_holds(tmp_path: Path, capsys) -> None:
+    """2026-12-04: the calls are committed as docs/runs/*/results/callN/ holding machine.txt and
+    the results.tgz that came back (a tasks tar inside it); a merge given those folders found
+    no task in them and reported "0 partial" where call 20 had brought back 14."""
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    inner = tmp_path / "inner" / tdir.root.name
+    inner.mkdir(parents=True)
+    (inner / "reference.partial.json").write_text(json.dumps({"task_id": tdir.id, "runs": [{}]}))
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    with tarfile.open(pack / "tasks_n0.tar", "w") as tar:
+        tar.add(inner, arcname=tdir.root.name)
+    call = tmp_path / "results" / "call20"
+    call.mkdir(parents=True)
+    (call / "machine.txt").write_text("NVIDIA H200\n")
+    with tarfile.open(call / "results.tgz", "w:gz") as tar:
+        tar.add(pack, arcname=".")
+    assert merge([str(call), "--tasks", str(tasks)]) == 0
+    assert "1 partial" in capsys.readouterr().out
+    assert tdir.path(TaskFile.REFERENCE_PARTIAL).is_file()
+
+
 def test_help_and_a_broken_archive(tmp_path: Path, capsys) -> None:
     import pytest
 
