@@ -102,6 +102,8 @@ def merge_one(run: Path, tasks: Path) -> str:
         added = [f for f in RUN_FILES if (run / f).is_file() and not tdir.path(f).exists()]
         for f in added:
             shutil.copyfile(run / f, tdir.path(f))
+        if tdir.path(TaskFile.REFERENCE).is_file():
+            tdir.path(PARTIAL).unlink(missing_ok=True)  # an earlier call's, merged after
         files = "; ".join(str(f) for f in added) or "nothing"
         return f"kept: the directory has this run's verdict ({current.status}), added {files}"
     tests = from_json(TestSelection, ran["tests"], str(run / "task.json"))

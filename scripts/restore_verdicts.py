@@ -4,13 +4,17 @@ A regenerated checkout (or a new machine) re-curates the tasks from git history,
 verdicts (the node ids chosen on the GPU, fail-to-pass / pass-to-pass, `verification`) live in
 the released dataset. This puts them back into each task.json whose gold, test and setup
 patches are byte-identical to the released row (a verdict is the setup state's), so the next GPU
-session resumes (scores, reruns) instead of starting over.
+session resumes (scores, reruns) instead of starting over. A task's workload and its
+measurement (the release's newest `workloads` file) come back with its verdict, as
+workload.json and workload_result.json, where the directory has none: without them `eval
+rejudge` took Liger-Kernel #1187's verified optimization back to "no workload measured yet".
 
     python scripts/restore_verdicts.py release/triton-pr-bench --tasks tasks
 
-Reads: the dataset folder's rows as it shows them now (`benchmark.build.current_rows`: a
-task verified after its release carries that verdict) and `tasks/<id>/`. Writes: task.json of
-the matched tasks (through `TaskDir.record_verification`; nothing else). A row whose task
+Reads: the dataset folder's rows and workloads as it shows them now
+(`benchmark.build.current_rows`: a task verified after its release carries that verdict) and
+`tasks/<id>/`. Writes: task.json of the matched tasks (through `TaskDir.record_verification`),
+and their workload files where missing. A row whose task
 directory is missing, or whose patches differ (the curation changed since), is named and
 skipped.
 """
@@ -18,6 +22,7 @@ skipped.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -44,12 +49,41 @@ def rows(folder: Path) -> list[dict]:
     return out
 
 
+def workloads(folder: Path) -> dict[str, dict]:
+    """The newest `workloads` file's rows by task id (none in a folder without one)."""
+    if not (folder / "manifest.json").is_file():
+        return {}
+    import pyarrow.parquet as pq
+
+    from benchmark.card import latest_workloads
+
+    entry = latest_workloads(json.loads((folder / "manifest.json").read_text()))
+    if entry is None:
+        return {}
+    return {r["task_id"]: r for r in pq.read_table(folder / "data" / entry["file"]).to_pylist()}
+
+
+def restore_workload(tdir: TaskDir, row: dict) -> list[str]:
+    """workload.json (the plan as released) and workload_result.json (its measurement), each
+    where the directory has none; the files written."""
+    plan = {"task_id": tdir.id, "metric": row["metric"], "metric_evidence": row["metric_evidence"],
+            "calls": json.loads(row["calls"])}  # fmt: skip
+    written = []
+    for name, body in ((TaskFile.WORKLOAD, plan), (TaskFile.WORKLOAD_RESULT, row.get("result"))):
+        if body and not tdir.has(name):
+            text = body if isinstance(body, str) else json.dumps(body, indent=2, sort_keys=True)
+            tdir.path(name).write_text(text + "\n")
+            written.append(str(name))
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dataset", type=Path, help="a folder `python -m benchmark build` wrote")
     ap.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
     args = ap.parse_args(argv)
-    restored = skipped = 0
+    restored = skipped = with_workload = 0
+    plans = workloads(args.dataset)
     for row in rows(args.dataset):
         if not row.get("verification"):
             continue
@@ -78,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         verdict = replace(verdict, environment=env, setup=tdir.setup_digest())
         tdir.store(TaskFile.TASK, replace(task, tests=tests, verification=verdict))
         restored += 1
-    print(f"{restored} verdicts restored, {skipped} rows skipped")
+        if row["task_id"] in plans and restore_workload(tdir, plans[row["task_id"]]):
+            with_workload += 1
+    print(
+        f"{restored} verdicts restored ({with_workload} with their workload), "
+        f"{skipped} rows skipped"
+    )
     return 0
 
 

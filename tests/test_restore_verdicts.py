@@ -48,3 +48,38 @@ def test_a_verdict_returns_only_to_the_same_setup_state(tmp_path: Path, capsys) 
     verdict = tdir.load_task().verification
     assert verdict.status == "verified" and verdict.environment == "NVIDIA H200"
     assert verdict.setup == tdir.setup_digest()  # the patches are identical: this setup state
+
+
+def test_a_released_workload_and_its_measurement_come_back_with_the_verdict(
+    tmp_path: Path, capsys
+) -> None:
+    """2026-12-04, a new machine: restored without its workload, Liger-Kernel #1187's verified
+    optimization went back to "no workload measured yet" at the next `eval rejudge`."""
+    from benchmark.__main__ import main as bench
+    from eval.workload_model import Workload
+
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    calls = [{"label": "large", "source": "benchmark_script", "evidence": "bench.py:3",
+              "entry": {"module": "pkg.ops", "name": "add"}, "args": []}]  # fmt: skip
+    plan = {"task_id": tdir.id, "metric": "kernel_time", "metric_evidence": "", "calls": calls}
+    tdir.path(TaskFile.WORKLOAD).write_text(json.dumps(plan))
+    measured = {"task_id": tdir.id, "metric": "kernel_time", "calls": [], "speedup": 2.0,
+                "environment": "NVIDIA H200", "measured_at": "2026-12-03"}  # fmt: skip
+    tdir.path(TaskFile.WORKLOAD_RESULT).write_text(json.dumps(measured))
+    task = json.loads(tdir.path(TaskFile.TASK).read_text())
+    task["verification"] = {**VERDICT, "environment": "NVIDIA H200"}
+    tdir.path(TaskFile.TASK).write_text(json.dumps(task))
+    assert bench(["build", "--tasks", str(tasks), "--out", str(tmp_path / "release"),
+                  "--version", "1.0.0", "--cutoff", "2020-01-01"]) == 0  # fmt: skip
+    for name in (TaskFile.WORKLOAD, TaskFile.WORKLOAD_RESULT):
+        tdir.path(name).unlink()
+    assert restore([str(tmp_path / "release"), "--tasks", str(tasks)]) == 0
+    assert "(1 with their workload)" in capsys.readouterr().out
+    workload = tdir.load(TaskFile.WORKLOAD, Workload)
+    assert workload is not None and workload.calls[0].entry.name == "add"
+    assert json.loads(tdir.path(TaskFile.WORKLOAD_RESULT).read_text())["speedup"] == 2.0
+    # a directory's own files are never overwritten
+    tdir.path(TaskFile.WORKLOAD_RESULT).write_text('{"mine": 1}')
+    restore([str(tmp_path / "release"), "--tasks", str(tasks)])
+    assert tdir.path(TaskFile.WORKLOAD_RESULT).read_text() == '{"mine": 1}'
