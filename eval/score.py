@@ -102,6 +102,9 @@ class TaskScore:
     gain_met: bool = False
     workload: bool = False  # the times are the workload's (eval workload --predictions)
     efficiency: float | None = None  # the prediction's fraction of the H200 peak on it
+    # "gold" / "setup" when the prediction is an `eval oracle` record (the benchmark's own
+    # check: the gold completes every verified task, the setup state none); "" for a model's
+    oracle: str = ""
 
 
 @dataclass
@@ -280,6 +283,7 @@ def score_task(
         gain_met=perf.gain_met,
         workload=wl is not None,
         efficiency=efficiency,
+        oracle=str(pred.get("oracle") or ""),
     )
 
 

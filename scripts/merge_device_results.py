@@ -51,21 +51,28 @@ def _unpack(archive: Path, into: Path) -> None:
         inner.unlink()
 
 
-def run_dirs(sources: list[Path], scratch: Path) -> Iterator[Path]:
-    """Every folder under `sources` (archives unpacked into `scratch`) that holds a task.json
-    or a partial reference."""
+def unpacked_roots(sources: list[Path], scratch: Path) -> list[Path]:
+    """The folders to read for `sources`: each folder itself, and each archive (given, or in a
+    given folder: a call's folder as committed, docs/runs/*/results/callN with the results.tgz
+    that came back) unpacked into `scratch`."""
+    roots: list[Path] = []
     for i, src in enumerate(sources):
-        # a call's folder as committed (docs/runs/*/results/callN: machine.txt and the
-        # results.tgz that came back) is read with its archives, not passed over
         archives = [src] if src.is_file() else sorted(
             f for f in src.rglob("*") if f.is_file() and f.name.endswith(ARCHIVES))  # fmt: skip
-        roots = [] if src.is_file() else [src]
+        roots += [] if src.is_file() else [src]
         for j, archive in enumerate(archives):
             roots.append(scratch / f"{i}-{j}")
-            roots[-1].mkdir()
+            roots[-1].mkdir(parents=True)
             _unpack(archive, roots[-1])
+    return roots
+
+
+def run_dirs(sources: list[Path], scratch: Path) -> Iterator[Path]:
+    """Every folder under `sources` (archives unpacked into `scratch`) that holds a task.json
+    or a partial reference, source by source."""
+    for i, src in enumerate(sources):
         found: set[Path] = set()
-        for root in roots:
+        for root in unpacked_roots([src], scratch / str(i)):
             found |= {p.parent for p in root.rglob("task.json")}
             found |= {p.parent for p in root.rglob(PARTIAL.value)}
         yield from sorted(found)

@@ -48,6 +48,14 @@ def test_a_verdict_returns_only_to_the_same_setup_state(tmp_path: Path, capsys) 
     verdict = tdir.load_task().verification
     assert verdict.status == "verified" and verdict.environment == "NVIDIA H200"
     assert verdict.setup == tdir.setup_digest()  # the patches are identical: this setup state
+    # a verdict merged from a GPU call after the release is newer: restoring again keeps it
+    task = json.loads(tdir.path(TaskFile.TASK).read_text())
+    task["verification"] = {**VERDICT, "status": "out_of_scope", "reason": "needs 2 GPUs",
+                            "checked_at": "2026-12-03T09:00:00+00:00"}  # fmt: skip
+    tdir.path(TaskFile.TASK).write_text(json.dumps(task))
+    assert restore([str(tmp_path / "same"), "--tasks", str(tasks)]) == 0
+    assert "the directory has a newer verdict" in capsys.readouterr().out
+    assert tdir.load_task().verification.status == "out_of_scope"
 
 
 def test_a_released_workload_and_its_measurement_come_back_with_the_verdict(

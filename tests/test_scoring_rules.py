@@ -80,6 +80,7 @@ def test_a_correct_prediction_completes(scored) -> None:
     """The rule above is not just everything failing."""
     row = scored["correct"]
     assert row["passed"] and row["exec_ok"] and row["flags"] == []
+    assert row["oracle"] == ""  # a model's prediction, not the benchmark's own check
 
 
 def test_an_all_skipped_prediction_is_infra_and_does_not_complete(scored) -> None:
@@ -96,6 +97,7 @@ def test_the_gold_targets_as_a_prediction_complete_the_task(scored) -> None:
     assert "x + y" in next(k["source"] for k in record["kernels"] if k["name"] == "add_kernel")
     row = scored["oracle_gold"]
     assert row["passed"] and row["exec_ok"] and row["flags"] == []
+    assert row["oracle"] == "gold"  # the score says which check it was (oracle_coverage.py)
 
 
 def test_the_setup_state_as_a_prediction_does_not_complete(scored) -> None:
@@ -103,6 +105,7 @@ def test_the_setup_state_as_a_prediction_does_not_complete(scored) -> None:
     assert "tl.abs(x)" in next(k["source"] for k in record["kernels"] if k["name"] == "add_kernel")
     row = scored["oracle_setup"]
     assert not row["passed"] and row["failure"] == "test_failure"
+    assert row["oracle"] == "setup"
 
 
 def test_an_optimization_verified_on_its_workload_is_not_judged_on_the_tests(scored) -> None:

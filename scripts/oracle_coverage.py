@@ -1,0 +1,107 @@
+"""Which verified tasks the benchmark's own check has scored: the gold targets as a prediction
+(must complete every verified task) and the setup state, the do-nothing answer (must complete
+none), over the `eval score` runs kept under the given folders.
+
+    python scripts/oracle_coverage.py docs/runs --tasks tasks [--unscored gold|setup]
+
+Reads: every score result under the folders, inside .tar / .tgz archives too: `results.jsonl`
+rows and the markdown tables of `report.md` and of the logs that printed one. A row says which
+check it was (`oracle`, written by `eval score` since 2026-12-04); a row from before that is
+told by the name of its log or run folder (`legacy_oracle`: the names the GPU calls of
+2026-12-02/03 used). The verified tasks are those of `--tasks`.
+Prints: per repository, the verified tasks, how many the gold was scored on and completed, how
+many the setup state was scored on and completed (0 is the benchmark's promise), then the
+tasks that break a promise; with `--unscored`, only the ids of the verified tasks without that
+score (a task file for the next GPU call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from merge_device_results import unpacked_roots
+
+from curation.taskdir import task_dirs
+
+ORACLES = ("gold", "setup")
+# the run folders of 2026-12-02/03 whose names do not say "gold" or "setup"
+LEGACY_RUNS = {"sg": "gold", "sg2": "gold", "fg": "gold", "lg": "gold",
+               "ss": "setup", "fs": "setup", "ls": "setup"}  # fmt: skip
+TABLE_ROW = re.compile(r"^\| ([\w.-]+__[\w.-]+) \| (yes|no) \| (\w+) \|", re.M)
+
+
+def legacy_oracle(path: Path) -> str | None:
+    """The check a result written before the `oracle` field was, from where it lies."""
+    name = path.parent.name if path.name in ("results.jsonl", "report.md") else path.stem
+    for oracle in ORACLES:
+        if oracle in name:
+            return oracle
+    return LEGACY_RUNS.get(name)
+
+
+def results(root: Path) -> list[tuple[str, str, bool]]:
+    """(task id, oracle, completed) of every oracle score under `root`."""
+    found = []
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        if f.name == "results.jsonl" or f.name.endswith("_results.jsonl"):
+            for line in f.read_text(errors="replace").splitlines():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                oracle = row.get("oracle") or legacy_oracle(f)
+                if oracle in ORACLES and row.get("has_prediction"):
+                    found.append((row["task_id"], oracle, bool(row.get("passed"))))
+        elif f.suffix in (".md", ".log"):
+            text = f.read_text(errors="replace")
+            oracle = legacy_oracle(f)
+            if oracle is None or "| task | passed |" not in text:
+                continue
+            found += [(m[1], oracle, m[2] == "yes") for m in TABLE_ROW.finditer(text)
+                      if m[3] != "no_prediction"]  # fmt: skip
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", type=Path, nargs="+", help="folders (or archives) of score runs")
+    ap.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
+    ap.add_argument("--unscored", choices=ORACLES, help="print the verified ids lacking it")
+    args = ap.parse_args(argv)
+    verified = sorted(t.id for t in task_dirs(args.tasks)
+                      if t.load_task().verification.status == "verified")  # fmt: skip
+    seen: dict[tuple[str, str], set[bool]] = defaultdict(set)
+    with tempfile.TemporaryDirectory(prefix="tpb-coverage-") as tmp:
+        for root in unpacked_roots(args.runs, Path(tmp)):
+            for task_id, oracle, completed in results(root):
+                seen[task_id, oracle].add(completed)
+    if args.unscored:
+        print("\n".join(t for t in verified if (t, args.unscored) not in seen))
+        return 0
+    print("| repository | verified | gold scored | gold completed | setup scored | "
+          "setup completed |\n|---|---|---|---|---|---|")  # fmt: skip
+    by_repo: dict[str, list[str]] = defaultdict(list)
+    for t in verified:
+        by_repo[t.split("__")[0]].append(t)
+    for repo, ids in [*sorted(by_repo.items()), ("all", verified)]:
+        counts = [sum((t, o) in seen for t in ids) for o in ORACLES]
+        done = [sum(True in seen.get((t, o), ()) for t in ids) for o in ORACLES]
+        print(f"| {repo} | {len(ids)} | {counts[0]} | {done[0]} | {counts[1]} | {done[1]} |")
+    for t in verified:
+        if (t, "gold") in seen and True not in seen[t, "gold"]:
+            print(f"gold scored and never completed: {t}")
+        if True in seen.get((t, "setup"), ()):
+            print(f"setup state completed: {t}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""scripts/oracle_coverage.py: which verified tasks the gold and the setup state were scored on,
+from score results as the GPU calls kept them (rows with `oracle`, older rows told by their run
+folder or log name, markdown tables in logs, inside archives)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+from curation.taskdir import TaskFile, task_dirs
+from tests.tinyfw import make_task_env
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from oracle_coverage import legacy_oracle
+from oracle_coverage import main as coverage
+
+
+def _verified(tasks: Path) -> str:
+    [tdir] = task_dirs(tasks)
+    task = json.loads(tdir.path(TaskFile.TASK).read_text())
+    task["verification"] = {"status": "verified", "reason": "1 fail-to-pass",
+                            "checked_at": "2026-12-03", "environment": "H200"}  # fmt: skip
+    tdir.path(TaskFile.TASK).write_text(json.dumps(task))
+    return tdir.id
+
+
+def test_each_check_is_counted_from_where_the_calls_left_it(tmp_path: Path, capsys) -> None:
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    tid = _verified(tasks)
+    runs = tmp_path / "runs"
+    # nothing scored yet: the task is listed for both checks
+    runs.mkdir()
+    assert coverage([str(runs), "--tasks", str(tasks), "--unscored", "gold"]) == 0
+    assert capsys.readouterr().out.split() == [tid]
+    # a legacy run folder (2026-12-02's "ss": the setup state) inside a call's results.tgz
+    (tmp_path / "pack" / "ss").mkdir(parents=True)
+    row = {"task_id": tid, "has_prediction": True, "passed": False, "failure": "test_failure"}
+    (tmp_path / "pack" / "ss" / "results.jsonl").write_text(json.dumps(row) + "\n")
+    (runs / "call5").mkdir()
+    with tarfile.open(runs / "call5" / "results.tgz", "w:gz") as tar:
+        tar.add(tmp_path / "pack", arcname=".")
+    # the gold: a log that printed the report's table (no results.jsonl came back)
+    (runs / "lig_gold.log").write_text(
+        "| task | passed | failure | flags |\n|---|---|---|---|\n"
+        f"| {tid} | yes | none | - |\n| other__1__k | no | no_prediction | - |\n"
+    )
+    assert coverage([str(runs), "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert "| all | 1 | 1 | 1 | 1 | 0 |" in out and "completed:" not in out
+    # a row that says which check it was wins over its folder's name; a broken promise is named
+    (runs / "lgold").mkdir()
+    row = {"task_id": tid, "has_prediction": True, "passed": True, "oracle": "setup"}
+    (runs / "lgold" / "results.jsonl").write_text(json.dumps(row) + "\n")
+    assert coverage([str(runs), "--tasks", str(tasks)]) == 0
+    assert f"setup state completed: {tid}" in capsys.readouterr().out
+    assert coverage([str(runs), "--tasks", str(tasks), "--unscored", "setup"]) == 0
+    assert capsys.readouterr().out.strip() == ""
+
+
+def test_legacy_names() -> None:
+    assert legacy_oracle(Path("x/fsetup/results.jsonl")) == "setup"
+    assert legacy_oracle(Path("x/sg2/report.md")) == "gold"
+    assert legacy_oracle(Path("x/score1112_gold.log")) == "gold"
+    assert legacy_oracle(Path("x/fla.log")) is None  # a gate's log, not a score
+
+
+def test_help(capsys) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit):
+        coverage(["--help"])
+    assert "--unscored" in capsys.readouterr().out
