@@ -3,8 +3,8 @@
 # 14 flash-linear-attention references that calls 19-20 left unfinished (their
 # reference.partial.json: the selection and the finished runs) and starts #660 and #577; 14 side
 # by side, nothing beside them.
-# Carry: .whl .carry/deb .carry/c (tasks.tgz: the task directories, re-curated on a new machine
-# and restored with scripts/restore_verdicts.py + merge_device_results.py; fla.git; n0.txt)
+# Carry: .whl .carry/deb .carry/c (made by make_carry.sh beside this script: tasks.tgz, the
+# task directories as scripts/rebuild_state.sh rebuilt them; fla.git; n0.txt)
 # Usage: call21.sh [END seconds, default 480]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1

@@ -5,7 +5,7 @@
 # flash-linear-attention, Liger-Kernel #1329 and #894; #429's gold was scored, its setup not);
 # issue 9 asks for 100% and 0%. The gold and setup streams run side by side, 4 tasks each.
 # Carry: .whl .carry/deb .carry/c (tasks.tgz, fla.git, lig.git, mlm.git, gold.jsonl,
-# setup.jsonl, score.txt; how to make it: docs/runs/2026-12-04/next_calls.md)
+# setup.jsonl, score.txt; made by make_carry.sh beside this script)
 # Usage: call22.sh [END seconds, default 470]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1

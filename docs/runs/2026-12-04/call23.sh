@@ -6,7 +6,7 @@
 # predictions: its `seconds` give the GPU time per task (projected 52-53 s); (2) Megatron-LM
 # #4460's workload on its pinned wheelhouse (call 18's measurement failed before the sandbox
 # mounted the wheelhouse's venv).
-# Carry: .whl .carry/deb .carry/c (tasks.tgz, lig.git, mlm.git, gold.jsonl, setup.jsonl, wl.txt, wh/)
+# Carry: .whl .carry/deb .carry/c (made by make_carry.sh beside this script)
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=.carry/c; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct && T=/tmp/ct/tasks

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds `.carry/c`, the carry of call21.sh-call23.sh, from the rebuilt working state
+# (scripts/rebuild_state.sh MIRRORS STATE): the task lists, the task directories (as tasks.tgz),
+# the three source bundles, the gold and setup oracle predictions and #4460's wheelhouse.
+# Usage (repository root, venv active): docs/runs/2026-12-04/make_carry.sh STATE MIRRORS
+# Measured 2026-12-04: 21 MB, under a minute plus the wheelhouse download.
+set -euo pipefail
+state=${1:?usage: make_carry.sh STATE MIRRORS}; mirrors=${2:?usage: make_carry.sh STATE MIRRORS}
+T=$state/tasks; C=.carry/c; work=$(mktemp -d)
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+rm -rf $C && mkdir -p $C
+# call 21: the partial references, then two never-run tasks
+find $T -name reference.partial.json | xargs -n1 dirname | xargs -n1 basename | sort > $C/n0.txt
+ls $T | grep -E '^flash-linear-attention__(660|577)__' >> $C/n0.txt
+# call 23: the optimizations verified on a workload whose gold has no completed score row
+printf 'liger-kernel__815___layer_norm_backward_kernel\nliger-kernel__1187___fused_add_rms_norm_backward_kernel\n' > $C/wl.txt
+# call 22: verified tasks without a gold or a setup score, whose reference ran on the host's
+# packages (each of the task's pinned packages at the host's version: no wheelhouse needed)
+{ python scripts/oracle_coverage.py docs/runs --tasks $T --unscored gold
+  python scripts/oracle_coverage.py docs/runs --tasks $T --unscored setup; } | sort -u | grep -v -x -F -f $C/wl.txt > $work/unscored.txt
+python - "$T" $work/unscored.txt envbuild/hosts/h200.txt > $C/score.txt <<'PY'
+import json, sys
+from pathlib import Path
+from envbuild.wheelhouse import read_host
+tasks, ids, host = Path(sys.argv[1]), Path(sys.argv[2]).read_text().split(), read_host(Path(sys.argv[3]))
+for t in ids:
+    ref = json.loads((tasks / t / "reference.json").read_text())
+    if json.loads((tasks / t / "task.json").read_text())["task_type"]["type"] == "optimization":
+        continue  # judged on its workload (call23.sh)
+    pkgs = dict(p.split("==", 1) for p in ref["environment"]["packages"])
+    if all(host.get(n) == v for n, v in pkgs.items() if n in ("transformers", "omegaconf", "pydantic")):
+        print(t)
+PY
+cat $C/n0.txt $C/score.txt $C/wl.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
+mkdir $work/tasks && for t in $(cat $work/ids.txt); do cp -r $T/$t $work/tasks/; done
+python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
+for fw in flash-linear-attention:fla-org+flash-linear-attention:"--path fla --path tests --path benchmarks" \
+          liger-kernel:linkedin+Liger-Kernel:"--path src --path test --path benchmark" \
+          megatron-lm:NVIDIA+Megatron-LM:"--path megatron --path tests"; do
+  IFS=: read -r name mirror paths <<< "$fw"
+  grep "^${name}__" $work/ids.txt > $work/$name.txt || continue
+  python -m eval bundle --tasks $work/tasks --task-file $work/$name.txt --repo-path $name=$mirrors/$mirror/repo \
+    --out $C/$([ $name = flash-linear-attention ] && echo fla || { [ $name = liger-kernel ] && echo lig || echo mlm; }).git $paths | tail -n 1
+done
+cat $C/score.txt $C/wl.txt > $work/pred.txt
+for k in gold setup; do
+  python -m eval oracle --tasks $work/tasks --task-file $work/pred.txt --repo-path flash-linear-attention=$C/fla.git \
+    --repo-path liger-kernel=$C/lig.git --repo-path megatron-lm=$C/mlm.git --from $k --out $C/$k.jsonl | tail -n 1
+done
+python -m envbuild.wheelhouse --tasks $work/tasks --task megatron-lm__4460__causal_conv1d_update_kernel --out $C/wh | tail -n 1
+tar -C $work -czf $C/tasks.tgz tasks
+rm -rf $work
+wc -l $C/*.txt; du -sh $C
