@@ -221,6 +221,11 @@ def importing_files(view: TreeView, modules: set[str], files: Set[str]) -> set[s
     return out
 
 
+MAX_HOPS = 3  # modules between a benchmark's call and a target; the harness's launch log
+# shows whether the target runs (`gold_launched`), so a call that does not reach it is caught
+HOPS = {1: "one import", 2: "two imports", 3: "three imports"}
+
+
 def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
     """The first benchmark script whose sweep calls the task's code: one that reaches a target
     by name or module, else one that calls a public function of a module importing a target's
@@ -234,11 +239,20 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
     calls, notes = _script_calls(scripts, texts, tn, defined_names(view, files), mode)
     if calls:
         return calls, notes[-1]
-    hop = importing_files(view, tn.modules, files)
-    wider = TargetNames(tn.modules | {m for f in hop if (m := module_name(f))}, tn.stems, tn.names)
-    calls, more = _script_calls(scripts, texts, wider, defined_names(view, files | hop), mode)
-    if calls:
-        return calls, f"{more[-1]} (one import away from the targets)"
+    reached, modules = set(files), set(tn.modules)
+    for hops in range(1, MAX_HOPS + 1):
+        # the public op a benchmark calls may sit several modules above the kernel
+        # (flash-linear-attention's `chunk_gla` -> `chunk_gla_fwd` in gla/chunk.py ->
+        # `chunk_fwd_o` in common/chunk_o.py): each hop adds the modules importing the last
+        hop = importing_files(view, modules, reached) - reached
+        if not hop:
+            break
+        reached |= hop
+        modules |= {m for f in hop if (m := module_name(f))}
+        wider = TargetNames(modules, tn.stems, tn.names)
+        calls, more = _script_calls(scripts, texts, wider, defined_names(view, reached), mode)
+        if calls:
+            return calls, f"{more[-1]} ({HOPS[hops]} away from the targets)"
     return [], "; ".join(notes[:3]) or f"no benchmark script of {len(scripts)} calls the targets"
 
 

@@ -227,6 +227,30 @@ def test_a_benchmark_of_the_public_op_one_import_away_gives_the_workload(tmp_pat
     assert "one import away" in plan.tried[0]
 
 
+def test_a_benchmark_of_an_op_two_imports_away_gives_the_workload(tmp_path: Path) -> None:
+    # flash-linear-attention's `chunk_retention` (retention/chunk.py) calls `chunk_simple_gla`
+    # (simple_gla/chunk.py), which calls the kernels of common/chunk_o.py: ten of its
+    # optimization tasks had no workload while only one hop was followed (2026-12-04)
+    api = "from pkg.ops.rowscale import rowscale\n\n\ndef scaled_rows(x, w):\n"
+    api += "    return rowscale(x, w)\n"
+    outer = "from pkg.ops.api import scaled_rows\n\n\ndef outer_rows(x, w):\n"
+    outer += "    return scaled_rows(x, w)\n"
+    bench = FLA_STYLE.replace(
+        "from pkg.ops.rowscale import rowscale", "from pkg.ops.outer import outer_rows"
+    )
+    bench = bench.replace("rowscale(g, w)", "outer_rows(g, w)")
+    repo, _, tdir = _task_repo(tmp_path, {
+        "pkg/ops/api.py": api,
+        "pkg/ops/outer.py": outer,
+        "benchmarks/ops/benchmark_outer_rows.py": bench,
+    })  # fmt: skip
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls, plan.tried
+    assert plan.calls[0].entry == Entry("pkg.ops.outer", "outer_rows", EntryKind.FUNCTION)
+    assert "two imports away" in plan.tried[0]
+
+
 # --- sources 2 and 3: model configurations and the captured launch, scaled ---------------------
 
 
