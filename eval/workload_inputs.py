@@ -28,6 +28,7 @@ RULES = {
     "normal": "random normal in the argument's dtype (float tensors)",
     "positive": "|normal| + 0.5 (scales, variances, norms' weights that must not be 0)",
     "logsigmoid": "log-sigmoid of a normal, at least -5 (gates in log space)",
+    "sigmoid": "sigmoid of a normal, in (0, 1) (betas, gates)",
     "probs": "softmax of a normal over the last dimension (routing weights, probabilities)",
     "labels": "integers in [0, high), a fraction `ignore` of them set to `ignore_index`",
     "offsets": "monotone from 0 to `total` in `segments` + 1 steps (cu_seqlens, offsets)",
@@ -120,13 +121,15 @@ def make_tensor(torch: Any, spec: Mapping[str, Any], gen: Any, device: Any) -> A
     n = 1
     for x in shape:
         n *= x
-    if rule in ("normal", "positive", "probs", "logsigmoid"):
+    if rule in ("normal", "positive", "probs", "logsigmoid", "sigmoid"):
         work = torch.float32 if dtype.itemsize == 1 else dtype  # fp8: drawn in fp32, then cast
         x = torch.randn(shape, generator=gen, device=device, dtype=work)
         if rule == "positive":
             x = x.abs_() + 0.5
         elif rule == "logsigmoid":
             x = torch.nn.functional.logsigmoid(x.float()).clamp_min(-5.0)
+        elif rule == "sigmoid":
+            x = torch.sigmoid(x.float())
         elif rule == "probs" and shape:
             x = torch.softmax(x.float(), dim=-1)
         values = x.to(dtype)

@@ -42,12 +42,14 @@ from eval.workload_model import (
     Workload,
     WorkloadCall,
 )
+from eval.workload_registry import RegistryOp, is_registry, registry_args, registry_ops
 from eval.workload_scripts import (
     Unknown,
     dims_of,
     evaluate,
     find_calls,
     is_benchmark_script,
+    reaches,
 )
 
 log = logging.getLogger(__name__)
@@ -227,33 +229,78 @@ HOPS = {1: "one import", 2: "two imports", 3: "three imports"}
 
 
 def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
-    """The first benchmark script whose sweep calls the task's code: one that reaches a target
-    by name or module, else one that calls a public function of a module importing a target's
-    module (the harness's launch log then shows whether the target runs)."""
-    scripts = sorted(p for p in view.paths() if is_benchmark_script(p))
-    if not scripts:
+    """The first benchmark script whose sweep calls the task's code, else the first op of the
+    repository's op registry (eval.workload_registry) that does: one that reaches a target by
+    name or module, else, hop by hop, one that calls a public function of a module importing
+    the modules reached so far (the harness's launch log then shows whether the target runs)."""
+    paths = view.paths()
+    scripts = sorted(p for p in paths if is_benchmark_script(p))
+    registries = sorted(p for p in paths if is_registry(p))
+    if not scripts and not registries:
         return [], "no benchmark scripts in the repository"
-    texts = view.read(scripts)
+    texts = view.read([*scripts, *registries])
+    ops: list[RegistryOp] = []
+    notes: list[str] = []
+    for path in registries:
+        found, why = registry_ops(path, texts.get(path, ""))
+        ops += found
+        notes += [why] if why else []
     tn = target_names(task)
     files = task.target_files
-    calls, notes = _script_calls(scripts, texts, tn, defined_names(view, files), mode)
-    if calls:
-        return calls, notes[-1]
     reached, modules = set(files), set(tn.modules)
-    for hops in range(1, MAX_HOPS + 1):
-        # the public op a benchmark calls may sit several modules above the kernel
-        # (flash-linear-attention's `chunk_gla` -> `chunk_gla_fwd` in gla/chunk.py ->
-        # `chunk_fwd_o` in common/chunk_o.py): each hop adds the modules importing the last
-        hop = importing_files(view, modules, reached) - reached
-        if not hop:
-            break
-        reached |= hop
-        modules |= {m for f in hop if (m := module_name(f))}
+    for hops in range(MAX_HOPS + 1):
+        if hops:
+            # the public op a benchmark calls may sit several modules above the kernel
+            # (flash-linear-attention's `chunk_gla` -> `chunk_gla_fwd` in gla/chunk.py ->
+            # `chunk_fwd_o` in common/chunk_o.py): each hop adds the modules importing the last
+            hop = importing_files(view, modules, reached) - reached
+            if not hop:
+                break
+            reached |= hop
+            modules |= {m for f in hop if (m := module_name(f))}
         wider = TargetNames(modules, tn.stems, tn.names)
-        calls, more = _script_calls(scripts, texts, wider, defined_names(view, reached), mode)
+        defined = defined_names(view, reached)
+        calls, more = _script_calls(scripts, texts, wider, defined, mode)
+        if not calls:
+            calls, reg = _registry_calls(ops, wider, defined, mode)
+            more = [*more, *reg]
+        notes += more if not hops else []
         if calls:
-            return calls, f"{more[-1]} ({HOPS[hops]} away from the targets)"
-    return [], "; ".join(notes[:3]) or f"no benchmark script of {len(scripts)} calls the targets"
+            return calls, more[-1] + (f" ({HOPS[hops]} away from the targets)" if hops else "")
+    if notes:
+        return [], "; ".join(notes[:3])
+    return [], f"no benchmark script of {len(scripts)} calls the targets" + (
+        f", nor an op of {', '.join(registries)}" if registries else "")  # fmt: skip
+
+
+def _registry_calls(
+    ops: Sequence[RegistryOp], tn: TargetNames, defined: frozenset[str], mode: Mode
+) -> tuple[list[WorkloadCall], list[str]]:
+    """The workload calls of the first registered op that reaches the task's code, one per
+    shape configuration that builds, and notes on the others."""
+    notes: list[str] = []
+    for op in ops:
+        if not reaches(op.module, op.function, tn.modules, tn.stems, tn.names, defined):
+            continue
+        if op.why_not or (op.skip_backward and mode is not Mode.FORWARD):
+            notes.append(op.why_not or f"{op.path}: {op.name} is registered without backward")
+            continue
+        calls: list[WorkloadCall] = []
+        for dims in op.shapes.values():
+            try:
+                args = registry_args(op, dims, grad=mode is not Mode.FORWARD)
+            except (Unknown, TypeError, ValueError, KeyError):
+                continue
+            entry = Entry(op.module, op.function, EntryKind.FUNCTION)
+            sizes = {k: int(v) for k, v in dims.items()}
+            calls.append(_finish(WorkloadCall(SizeLabel.TYPICAL, Source.BENCHMARK_SCRIPT,
+                                              f"{op.path}:{op.line}", entry, tuple(args),
+                                              sizes, mode)))  # fmt: skip
+        if calls:
+            passed = f" (passed over: {'; '.join(notes)})" if notes else ""
+            return list(pick_sizes(calls)), [f"{op.path}: {op.name}, {len(calls)} shapes{passed}"]
+        notes.append(f"{op.path}: no shape configuration of {op.name} builds its inputs")
+    return [], notes
 
 
 def _script_calls(

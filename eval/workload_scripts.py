@@ -290,12 +290,21 @@ def relevance(
     target's module, a name from a module whose last component is a target file's stem, or a
     name that a target file defines imported from a package above it (`from fla.ops.gla import
     chunk_gla`, defined in `fla/ops/gla/chunk.py`)."""
-    found = {}
-    for local, (module, name) in _imports(tree).items():
-        above = name in defined and any(m.startswith(module + ".") for m in modules)
-        if name in names or module in modules or module.rsplit(".", 1)[-1] in stems or above:
-            found[local] = (module, name)
-    return found
+    return {local: (module, name) for local, (module, name) in _imports(tree).items()
+            if reaches(module, name, modules, stems, names, defined)}  # fmt: skip
+
+
+def reaches(
+    module: str,
+    name: str,
+    modules: set[str],
+    stems: set[str],
+    names: set[str],
+    defined: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether `from module import name` reaches the task's code (see `relevance`)."""
+    above = name in defined and any(m.startswith(module + ".") for m in modules)
+    return name in names or module in modules or module.rsplit(".", 1)[-1] in stems or above
 
 
 def find_calls(

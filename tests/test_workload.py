@@ -251,6 +251,99 @@ def test_a_benchmark_of_an_op_two_imports_away_gives_the_workload(tmp_path: Path
     assert "two imports away" in plan.tried[0]
 
 
+REGISTRY = """from dataclasses import dataclass, field
+from typing import Callable
+
+import torch.nn.functional as F
+
+
+def rows_cols(T, D, **kw):
+    return (T, D)
+
+
+def cols(T, D, **kw):
+    if D < 0:
+        raise ValueError(D)
+    return (D,)
+
+
+squash = F.logsigmoid
+
+
+def unit_gate(t):
+    return t.sigmoid().clamp(min=1e-3)
+
+
+@dataclass
+class Spec:
+    shape_fn: Callable
+    requires_grad: bool = True
+    dtype: str = 'default'
+    transform: Callable | None = None
+
+
+@dataclass
+class Op:
+    name: str
+    import_path: str
+    inputs: dict
+    func_name: str | None = None
+    extra_kwargs: dict = field(default_factory=dict)
+    post_init: Callable | None = None
+    dim_constraints: dict | None = None
+
+
+SHAPE_CONFIGS = {
+    'small': {'T': 1024, 'D': 256},
+    'odd': {'T': 4096, 'D': 96},
+    'mid': {'T': 8192, 'D': 1024},
+    'big': {'T': 32768, 'D': 2048},
+}
+_pair = {'x': Spec(rows_cols, transform=squash), 'w': Spec(cols, False, transform=unit_gate)}
+OPS = {}
+
+
+def register_op(op):
+    OPS[op.name] = op
+
+
+register_op(Op(name='other', import_path='pkg.ops.other', inputs={**_pair}))
+register_op(Op(name='scaled', import_path='pkg.ops.rowscale', func_name='rowscale',
+               inputs={**_pair}, post_init=lambda inputs, **kw: None))
+register_op(Op('rowscale', 'pkg.ops.rowscale', {**_pair, 'n': Spec(cols, dtype='long')},
+               dim_constraints={'D': [256, 1024, 2048]}, extra_kwargs={'eps': 1e-6}))
+"""
+
+
+def test_a_workload_from_the_ops_registry_that_replaced_the_scripts(tmp_path: Path) -> None:
+    # flash-linear-attention declares its benchmarks in benchmarks/ops/registry.py since
+    # 2026-03-24: 16 of its optimization tasks had no workload while only scripts were read
+    repo, _, tdir = _task_repo(tmp_path, {"benchmarks/ops/registry.py": REGISTRY})
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls, plan.tried
+    assert [c.dims for c in plan.calls] == [{"T": 1024, "D": 256}, {"T": 8192, "D": 1024},
+                                            {"T": 32768, "D": 2048}]  # fmt: skip
+    first = plan.calls[0]
+    assert first.entry == Entry("pkg.ops.rowscale", "rowscale", EntryKind.FUNCTION)
+    assert first.evidence.startswith("benchmarks/ops/registry.py:")
+    x, w, n, eps = first.args
+    assert (x.shape, x.dtype, x.rule, x.keyword) == ((1024, 256), "bfloat16", "logsigmoid", True)
+    assert (w.shape, w.rule, w.grad) == ((256,), "sigmoid", False)
+    assert (n.dtype, n.rule) == ("int64", "index")
+    assert (eps.tensor, eps.value) == (False, 1e-6)
+    # the op whose inputs are changed after they are built is passed over, and says so
+    assert "post_init" in plan.tried[0]
+
+
+def test_the_sigmoid_input_rule_is_in_the_unit_interval() -> None:
+    from eval.workload_inputs import make_tensor
+
+    gen = torch.Generator().manual_seed(0)
+    t = make_tensor(torch, {"shape": [64], "dtype": "float32", "rule": "sigmoid"}, gen, "cpu")
+    assert float(t.min()) > 0 and float(t.max()) < 1
+
+
 # --- sources 2 and 3: model configurations and the captured launch, scaled ---------------------
 
 
