@@ -159,6 +159,18 @@ def _view(repo: TinyRepo, commit: str) -> GitTreeView:
     return GitTreeView(SourceStore(GitRepo(repo.path)), commit)
 
 
+def _plan(tmp_path: Path, files: dict[str, str]):
+    """The workload planned for the rowscale task of a tiny framework holding `files`."""
+    repo, _, tdir = _task_repo(tmp_path, files)
+    task = tdir.load_task()
+    return plan_workload(task, _view(repo, task.base_commit), None)
+
+
+def _forwarding(name: str, module: str, callee: str) -> str:
+    """A module whose public `name(x, w)` calls `callee` of `module`: one import further up."""
+    return f"from {module} import {callee}\n\n\ndef {name}(x, w):\n    return {callee}(x, w)\n"
+
+
 # --- source 1: benchmark scripts ---------------------------------------------------------------
 
 
@@ -202,24 +214,20 @@ def test_a_benchmark_of_another_kernel_gives_no_workload(tmp_path: Path) -> None
 def test_a_benchmark_of_the_public_op_one_import_away_gives_the_workload(tmp_path: Path) -> None:
     # flash-linear-attention's benchmarks call `chunk_gated_delta_rule` (chunk.py), which
     # imports the targets of wy_fast.py; a package __init__ that re-exports is no such hop
-    api = "from pkg.ops.rowscale import rowscale\n\n\ndef scaled_rows(x, w):\n"
-    api += "    return rowscale(x, w)\n"
     bench = FLA_STYLE.replace(
         "from pkg.ops.rowscale import rowscale", "from pkg.ops.api import scaled_rows"
     )
     bench = bench.replace("rowscale(g, w)", "scaled_rows(g, w)")
     other = FLA_STYLE.replace("from pkg.ops.rowscale import rowscale", "from pkg.ops import other")
     other = other.replace("rowscale(g, w)", "other(g, w)")
-    repo, _, tdir = _task_repo(tmp_path, {
-        "pkg/ops/api.py": api,
+    plan = _plan(tmp_path, {
+        "pkg/ops/api.py": _forwarding("scaled_rows", "pkg.ops.rowscale", "rowscale"),
         "pkg/ops/__init__.py": "from pkg.ops.rowscale import rowscale\n"
         "from pkg.ops.other import other\n",
         "pkg/ops/other.py": "def other(x, w):\n    return x\n",
         "benchmarks/ops/benchmark_a_other.py": other,
         "benchmarks/ops/benchmark_scaled_rows.py": bench,
     })  # fmt: skip
-    task = tdir.load_task()
-    plan = plan_workload(task, _view(repo, task.base_commit), None)
     assert plan.calls, plan.tried
     first = plan.calls[0]
     assert first.entry == Entry("pkg.ops.api", "scaled_rows", EntryKind.FUNCTION)
@@ -231,21 +239,15 @@ def test_a_benchmark_of_an_op_two_imports_away_gives_the_workload(tmp_path: Path
     # flash-linear-attention's `chunk_retention` (retention/chunk.py) calls `chunk_simple_gla`
     # (simple_gla/chunk.py), which calls the kernels of common/chunk_o.py: ten of its
     # optimization tasks had no workload while only one hop was followed (2026-12-04)
-    api = "from pkg.ops.rowscale import rowscale\n\n\ndef scaled_rows(x, w):\n"
-    api += "    return rowscale(x, w)\n"
-    outer = "from pkg.ops.api import scaled_rows\n\n\ndef outer_rows(x, w):\n"
-    outer += "    return scaled_rows(x, w)\n"
     bench = FLA_STYLE.replace(
         "from pkg.ops.rowscale import rowscale", "from pkg.ops.outer import outer_rows"
     )
     bench = bench.replace("rowscale(g, w)", "outer_rows(g, w)")
-    repo, _, tdir = _task_repo(tmp_path, {
-        "pkg/ops/api.py": api,
-        "pkg/ops/outer.py": outer,
+    plan = _plan(tmp_path, {
+        "pkg/ops/api.py": _forwarding("scaled_rows", "pkg.ops.rowscale", "rowscale"),
+        "pkg/ops/outer.py": _forwarding("outer_rows", "pkg.ops.api", "scaled_rows"),
         "benchmarks/ops/benchmark_outer_rows.py": bench,
     })  # fmt: skip
-    task = tdir.load_task()
-    plan = plan_workload(task, _view(repo, task.base_commit), None)
     assert plan.calls, plan.tried
     assert plan.calls[0].entry == Entry("pkg.ops.outer", "outer_rows", EntryKind.FUNCTION)
     assert "two imports away" in plan.tried[0]
@@ -318,9 +320,7 @@ register_op(Op('rowscale', 'pkg.ops.rowscale', {**_pair, 'n': Spec(cols, dtype='
 def test_a_workload_from_the_ops_registry_that_replaced_the_scripts(tmp_path: Path) -> None:
     # flash-linear-attention declares its benchmarks in benchmarks/ops/registry.py since
     # 2026-03-24: 16 of its optimization tasks had no workload while only scripts were read
-    repo, _, tdir = _task_repo(tmp_path, {"benchmarks/ops/registry.py": REGISTRY})
-    task = tdir.load_task()
-    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    plan = _plan(tmp_path, {"benchmarks/ops/registry.py": REGISTRY})
     assert plan.calls, plan.tried
     assert [c.dims for c in plan.calls] == [{"T": 1024, "D": 256}, {"T": 8192, "D": 1024},
                                             {"T": 32768, "D": 2048}]  # fmt: skip
