@@ -72,6 +72,13 @@ class _File:
                     s.target.id for s in n.body
                     if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
                 ]  # fmt: skip
+        # the module-level constants, in file order (`default_shapes=_layer_shapes`)
+        self.env: dict[str, Any] = {}
+        for name, value in self.values.items():
+            try:
+                self.env[name] = _literal(value, self.env)
+            except (Unknown, TypeError, ValueError, KeyError, ZeroDivisionError):
+                continue
 
     def keywords(self, call: ast.Call) -> dict[str, ast.expr]:
         """The call's arguments by field name (positional ones by the class's field order)."""
@@ -150,10 +157,7 @@ def registry_ops(path: str, text: str) -> tuple[list[RegistryOp], str]:
     except SyntaxError as exc:
         return [], f"{path}:{exc.lineno}: does not parse"
     f = _File(tree)
-    try:
-        shapes = _literal(f.values["SHAPE_CONFIGS"], {}) if "SHAPE_CONFIGS" in f.values else {}
-    except Unknown:
-        shapes = {}
+    shapes = f.env.get("SHAPE_CONFIGS") or {}
     ops: list[RegistryOp] = []
     for node in tree.body:
         call = node.value if isinstance(node, ast.Expr) else None
@@ -163,13 +167,13 @@ def registry_ops(path: str, text: str) -> tuple[list[RegistryOp], str]:
             continue
         kw = f.keywords(call.args[0])
         try:
-            name = _literal(kw["name"], {})
-            module = _literal(kw["import_path"], {})
-            function = _literal(kw["func_name"], {}) if "func_name" in kw else None
-            extra = _literal(kw["extra_kwargs"], {}) if "extra_kwargs" in kw else {}
-            allowed = _literal(kw["dim_constraints"], {}) if "dim_constraints" in kw else None
-            own = _literal(kw["default_shapes"], {}) if "default_shapes" in kw else None
-            skip = bool(_literal(kw["skip_backward"], {})) if "skip_backward" in kw else False
+            name = _literal(kw["name"], f.env)
+            module = _literal(kw["import_path"], f.env)
+            function = _literal(kw["func_name"], f.env) if "func_name" in kw else None
+            extra = _literal(kw["extra_kwargs"], f.env) if "extra_kwargs" in kw else {}
+            allowed = _literal(kw["dim_constraints"], f.env) if "dim_constraints" in kw else None
+            own = _literal(kw["default_shapes"], f.env) if "default_shapes" in kw else None
+            skip = bool(_literal(kw["skip_backward"], f.env)) if "skip_backward" in kw else False
             inputs = [(arg, f.keywords(v)) for arg, v in f.dict_items(kw["inputs"])
                       if isinstance(v, ast.Call)]  # fmt: skip
         except (Unknown, KeyError, TypeError):

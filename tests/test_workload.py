@@ -293,6 +293,7 @@ class Op:
     extra_kwargs: dict = field(default_factory=dict)
     post_init: Callable | None = None
     dim_constraints: dict | None = None
+    default_shapes: dict | None = None
 
 
 SHAPE_CONFIGS = {
@@ -301,6 +302,7 @@ SHAPE_CONFIGS = {
     'mid': {'T': 8192, 'D': 1024},
     'big': {'T': 32768, 'D': 2048},
 }
+_rows = SHAPE_CONFIGS
 _pair = {'x': Spec(rows_cols, transform=squash), 'w': Spec(cols, False, transform=unit_gate)}
 OPS = {}
 
@@ -313,7 +315,8 @@ register_op(Op(name='other', import_path='pkg.ops.other', inputs={**_pair}))
 register_op(Op(name='scaled', import_path='pkg.ops.rowscale', func_name='rowscale',
                inputs={**_pair}, post_init=lambda inputs, **kw: None))
 register_op(Op('rowscale', 'pkg.ops.rowscale', {**_pair, 'n': Spec(cols, dtype='long')},
-               dim_constraints={'D': [256, 1024, 2048]}, extra_kwargs={'eps': 1e-6}))
+               dim_constraints={'D': [256, 1024, 2048]}, extra_kwargs={'eps': 1e-6},
+               default_shapes=_rows))
 """
 
 
