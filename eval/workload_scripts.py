@@ -102,11 +102,16 @@ def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
                 items.append(_literal(e, env))
         return tuple(items) if isinstance(node, ast.Tuple) else items
     if isinstance(node, ast.Dict):
-        return {
-            _literal(k, env): _literal(v, env)
-            for k, v in zip(node.keys, node.values, strict=True)
-            if k
-        }
+        out: dict[Any, Any] = {}
+        for k, v in zip(node.keys, node.values, strict=True):
+            if k is None:  # `{**base, ...}`: the unpacked dict's items, in order
+                base = _literal(v, env)
+                if not isinstance(base, dict):
+                    raise Unknown("** of a non-dict")
+                out.update(base)
+            else:
+                out[_literal(k, env)] = _literal(v, env)
+        return out
     if isinstance(node, ast.UnaryOp):
         v = _literal(node.operand, env)
         if isinstance(node.op, ast.USub):

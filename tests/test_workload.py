@@ -339,6 +339,18 @@ def test_a_workload_from_the_ops_registry_that_replaced_the_scripts(tmp_path: Pa
     assert "post_init" in plan.tried[0]
 
 
+def test_a_dict_with_an_unpacked_dict_keeps_its_items() -> None:
+    # `default_shapes={**_layer_shapes, 'big': {...}}`: the unpacked items were dropped silently
+    import ast
+
+    from eval.workload_scripts import Unknown, _literal
+
+    node = ast.parse("{**base, 'x': 1}", mode="eval").body
+    assert _literal(node, {"base": {"y": 2}}) == {"y": 2, "x": 1}
+    with pytest.raises(Unknown):
+        _literal(node, {"base": 3})
+
+
 def test_the_sigmoid_input_rule_is_in_the_unit_interval() -> None:
     from eval.workload_inputs import make_tensor
 
