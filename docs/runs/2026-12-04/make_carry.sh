@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds `.carry/c`, the carry of call21.sh-call23.sh, from the rebuilt working state
+# Builds `.carry/c`, the carry of call21.sh-call25.sh, from the rebuilt working state
 # (scripts/rebuild_state.sh MIRRORS STATE): the task lists, the task directories (as tasks.tgz),
 # the three source bundles, the gold and setup oracle predictions and #4460's wheelhouse.
 # Usage (repository root, venv active): docs/runs/2026-12-04/make_carry.sh STATE MIRRORS
@@ -31,7 +31,10 @@ for t in ids:
     if all(host.get(n) == v for n, v in pkgs.items() if n in ("transformers", "omegaconf", "pydantic")):
         print(t)
 PY
-cat $C/n0.txt $C/score.txt $C/wl.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
+# calls 24-25: flash-linear-attention optimization tasks planned from its op registry (2026-12-04),
+# never timed nor run: their workloads (quiet), then their tests' references
+for n in 1000 1109 1125 807 823 884 916 953 989 27c2022aab; do ls $T | grep "^flash-linear-attention__${n}__"; done > $C/fla_opt.txt
+cat $C/n0.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
 mkdir $work/tasks && for t in $(cat $work/ids.txt); do cp -r $T/$t $work/tasks/; done
 python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
 for fw in flash-linear-attention:fla-org+flash-linear-attention:"--path fla --path tests --path benchmarks" \
@@ -47,6 +50,8 @@ for k in gold setup; do
   python -m eval oracle --tasks $work/tasks --task-file $work/pred.txt --repo-path flash-linear-attention=$C/fla.git \
     --repo-path liger-kernel=$C/lig.git --repo-path megatron-lm=$C/mlm.git --from $k --out $C/$k.jsonl | tail -n 1
 done
+python -m eval workload --plan-only --force --tasks $work/tasks --task-file $C/fla_opt.txt \
+  --repo-path flash-linear-attention=$C/fla.git --out $work/plan > /dev/null
 python -m envbuild.wheelhouse --tasks $work/tasks --task megatron-lm__4460__causal_conv1d_update_kernel --out $C/wh | tail -n 1
 tar -C $work -czf $C/tasks.tgz tasks
 rm -rf $work
