@@ -89,6 +89,10 @@ class _File:
                 out.setdefault(names[i], a)
         return out
 
+    def value(self, kw: Mapping[str, ast.expr], key: str, default: Any = None) -> Any:
+        """The constant value of a call's argument `key` (`default` when it is not given)."""
+        return _literal(kw[key], self.env) if key in kw else default
+
     def dict_items(self, node: ast.expr, depth: int = 0) -> list[tuple[str, ast.expr]]:
         """A dict display's items, `**name` of a module-level dict expanded."""
         if isinstance(node, ast.Name) and node.id in self.values and depth < 8:
@@ -167,13 +171,10 @@ def registry_ops(path: str, text: str) -> tuple[list[RegistryOp], str]:
             continue
         kw = f.keywords(call.args[0])
         try:
-            name = _literal(kw["name"], f.env)
-            module = _literal(kw["import_path"], f.env)
-            function = _literal(kw["func_name"], f.env) if "func_name" in kw else None
-            extra = _literal(kw["extra_kwargs"], f.env) if "extra_kwargs" in kw else {}
-            allowed = _literal(kw["dim_constraints"], f.env) if "dim_constraints" in kw else None
-            own = _literal(kw["default_shapes"], f.env) if "default_shapes" in kw else None
-            skip = bool(_literal(kw["skip_backward"], f.env)) if "skip_backward" in kw else False
+            name, module = f.value(kw, "name"), f.value(kw, "import_path")
+            function, extra = f.value(kw, "func_name"), f.value(kw, "extra_kwargs")
+            allowed, own = f.value(kw, "dim_constraints"), f.value(kw, "default_shapes")
+            skip = bool(f.value(kw, "skip_backward", False))
             inputs = [(arg, f.keywords(v)) for arg, v in f.dict_items(kw["inputs"])
                       if isinstance(v, ast.Call)]  # fmt: skip
         except (Unknown, KeyError, TypeError):
@@ -203,10 +204,10 @@ def registry_args(op: RegistryOp, dims: Mapping[str, int], grad: bool) -> list[A
     for arg, spec in op.inputs:
         if "shape_fn" not in spec:
             raise Unknown(f"{arg}: no shape function")
-        dtype = DTYPES.get(_literal(spec["dtype"], {}) if "dtype" in spec else "default")
+        dtype = DTYPES.get(f.value(spec, "dtype", "default"))
         if dtype is None:
             raise Unknown(f"{arg}: dtype")
-        needs = bool(_literal(spec["requires_grad"], {})) if "requires_grad" in spec else True
+        needs = bool(f.value(spec, "requires_grad", True))
         shape = f.shape(spec["shape_fn"], dims)
         if dtype == "int64":
             index = {"low": 0, "high": 10}  # the registry's randint(0, 10)

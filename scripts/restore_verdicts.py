@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmark.schema import split_setup
+from core.files import write_json
 from core.records import from_json
 from curation.model import TestSelection, Verification
 from curation.taskdir import TaskDir, TaskFile
@@ -68,11 +69,11 @@ def restore_workload(tdir: TaskDir, row: dict) -> list[str]:
     where the directory has none; the files written."""
     plan = {"task_id": tdir.id, "metric": row["metric"], "metric_evidence": row["metric_evidence"],
             "calls": json.loads(row["calls"])}  # fmt: skip
+    result = json.loads(row["result"]) if row.get("result") else None
     written = []
-    for name, body in ((TaskFile.WORKLOAD, plan), (TaskFile.WORKLOAD_RESULT, row.get("result"))):
+    for name, body in ((TaskFile.WORKLOAD, plan), (TaskFile.WORKLOAD_RESULT, result)):
         if body and not tdir.has(name):
-            text = body if isinstance(body, str) else json.dumps(body, indent=2, sort_keys=True)
-            tdir.path(name).write_text(text + "\n")
+            write_json(tdir.path(name), body, sort_keys=True)
             written.append(str(name))
     return written
 
