@@ -189,11 +189,12 @@ def defined_names(view: TreeView, files: Set[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def importing_files(view: TreeView, modules: set[str], files: Set[str]) -> set[str]:
-    """The package files (outside tests and benchmarks) that import one of `modules`, by
-    absolute or relative import: the public ops a benchmark calls are often one module away
-    from the target (flash-linear-attention's `chunk_gated_delta_rule`, in `chunk.py`, calls
-    the targets of `wy_fast.py` and `common/chunk_delta_h.py`)."""
+def package_imports(view: TreeView, files: Set[str]) -> dict[str, set[str]]:
+    """The package files (outside tests and benchmarks) beside the target `files`, each with
+    the modules and names it imports, absolute or relative (read and parsed once: the hops of
+    `from_benchmarks` look up importers here). The public ops a benchmark calls are often a
+    module or more away from the target (flash-linear-attention's `chunk_gated_delta_rule`, in
+    `chunk.py`, calls the targets of `wy_fast.py` and `common/chunk_delta_h.py`)."""
     tops = {f.split("/", 1)[0] for f in files if "/" in f}
     # a package's __init__ re-exports (a name defined in a target file and imported from the
     # package above is matched already): counted as an importer, it would make every name of
@@ -201,25 +202,22 @@ def importing_files(view: TreeView, modules: set[str], files: Set[str]) -> set[s
     candidates = [p for p in view.paths() if p.split("/", 1)[0] in tops and p not in files
                   and not p.endswith("__init__.py") and not is_benchmark_script(p)
                   and "/test" not in f"/{p}"]  # fmt: skip
-    out: set[str] = set()
+    out: dict[str, set[str]] = {}
     for path, text in view.read(candidates).items():
         try:
             tree = ast.parse(text)
         except SyntaxError:
             continue
         package = path.rsplit("/", 1)[0].replace("/", ".")
+        names: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 base = package.rsplit(".", node.level - 1)[0] if node.level else ""
                 full = ".".join(x for x in (base, node.module or "") if x)
-                names = {full, *(f"{full}.{a.name}" for a in node.names)}
+                names |= {full, *(f"{full}.{a.name}" for a in node.names)}
             elif isinstance(node, ast.Import):
-                names = {a.name for a in node.names}
-            else:
-                continue
-            if names & modules:
-                out.add(path)
-                break
+                names |= {a.name for a in node.names}
+        out[path] = names
     return out
 
 
@@ -248,18 +246,21 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
     tn = target_names(task)
     files = task.target_files
     reached, modules = set(files), set(tn.modules)
+    defined = defined_names(view, files)
+    imports: dict[str, set[str]] | None = None  # read at the first hop only
     for hops in range(MAX_HOPS + 1):
         if hops:
             # the public op a benchmark calls may sit several modules above the kernel
             # (flash-linear-attention's `chunk_gla` -> `chunk_gla_fwd` in gla/chunk.py ->
             # `chunk_fwd_o` in common/chunk_o.py): each hop adds the modules importing the last
-            hop = importing_files(view, modules, reached) - reached
+            imports = package_imports(view, files) if imports is None else imports
+            hop = {p for p, names in imports.items() if p not in reached and names & modules}
             if not hop:
                 break
             reached |= hop
             modules |= {m for f in hop if (m := module_name(f))}
+            defined |= defined_names(view, hop)
         wider = TargetNames(modules, tn.stems, tn.names)
-        defined = defined_names(view, reached)
         calls, more = _script_calls(scripts, texts, wider, defined, mode)
         if not calls:
             calls, reg = _registry_calls(ops, wider, defined, mode)
