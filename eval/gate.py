@@ -250,6 +250,18 @@ def fail_to_pass_possible(
     return any(gold.outcome_of(n) == "passed" and base.outcome_of(n) != "passed" for n in node_ids)
 
 
+def observed(run: RunResult, node_ids: Sequence[str]) -> dict[str, str]:
+    """What `run` says about each kept test. A test it did not report is "absent", unless the
+    run was killed at its time limit: then that test and the one under way when it was killed
+    (reported as an error) were not observed at all (2026-12-04, H200: seven
+    flash-linear-attention gold runs cut at 420 s while compiling, each with its last test in
+    error, had made those tests look flaky)."""
+    got = {t.nodeid: t.outcome for t in run.tests}
+    if run.failure is FailureClass.TIMEOUT:
+        return {n: got[n] for n in node_ids if got.get(n, "error") != "error"}
+    return {n: got.get(n, "absent") for n in node_ids}
+
+
 def decide(
     task: Task,
     node_ids: Sequence[str],
@@ -279,15 +291,15 @@ def decide(
             why = NO_LAUNCH
         return verdict(VerificationStatus.UNVERIFIED, why), (), (), ()
     outcome = {
-        v: [{t.nodeid: t.outcome for t in r.tests} for r in runs]
-        for v, runs in (("base", base), ("gold", gold))
+        v: [observed(r, node_ids) for r in runs] for v, runs in (("base", base), ("gold", gold))
     }
     flaky = sorted(
-        n
-        for n in node_ids
-        if any(len({o.get(n, "absent") for o in outcome[v]}) > 1 for v in outcome)
+        n for n in node_ids if any(len({o[n] for o in outcome[v] if n in o}) > 1 for v in outcome)
     )
-    steady = [n for n in node_ids if n not in flaky]
+    # not seen in some run that its time limit cut: too few observations, but not flaky
+    cut = [n for n in node_ids if n not in flaky and any(n not in o for v in outcome
+                                                         for o in outcome[v])]  # fmt: skip
+    steady = [n for n in node_ids if n not in flaky and n not in cut]
     gold_ok = [n for n in steady if all(o.get(n) == "passed" for o in outcome["gold"])]
     gold_bad = [n for n in steady if n not in gold_ok]
     f2p = tuple(n for n in gold_ok if all(o.get(n) != "passed" for o in outcome["base"]))
@@ -312,7 +324,7 @@ def decide(
                 f"({', '.join(classes) or 'test_failure'}): {', '.join(gold_bad[:3])}"
             )
             if not steady:
-                why = f"every kept test is flaky ({len(flaky)})"
+                why = f"every kept test is flaky ({len(flaky)}) or cut ({len(cut)})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
     if task.task_type.type is TaskType.OPTIMIZATION:
         if workload is None:
@@ -335,7 +347,9 @@ def decide(
                 f"memory ({len(starved)} tests); run it with fewer tasks side by side"
             )
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
-    why = f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass" + (
-        f", {len(flaky)} flaky left out" if flaky else ""
+    why = (
+        f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass"
+        + (f", {len(flaky)} flaky left out" if flaky else "")
+        + (f", {len(cut)} cut by a run's time limit left out" if cut else "")
     )
     return verdict(VerificationStatus.VERIFIED, why), *lists

@@ -86,6 +86,24 @@ def test_gate_verifies_fail_to_pass_on_the_kept_node_ids_only() -> None:
     assert verdict.status == "unverified" and verdict.reason.endswith(": b")
 
 
+def test_a_test_a_timed_out_run_never_reached_is_cut_not_flaky() -> None:
+    base = [run(Variant.BASE, i, {"a": "failed", "b": "passed"}) for i in range(3)]
+    gold = [run(Variant.GOLD, i, {"a": "passed", "b": "passed"}) for i in range(3)]
+    # the first gold run was killed at its limit while in b (reported as an error)
+    gold[0] = run(Variant.GOLD, 0, {"a": "passed", "b": "error"}, FailureClass.TIMEOUT)
+    verdict, f2p, p2p, flaky = gate(TaskType.BUG_FIX, ["a", "b"], base, gold)
+    assert (verdict.status, f2p, p2p, flaky) == ("verified", ("a",), (), ())
+    assert verdict.reason == "1 fail-to-pass, 0 pass-to-pass, 1 cut by a run's time limit left out"
+    # the same error in a run that ended on its own is an outcome: b is flaky
+    gold[0] = run(Variant.GOLD, 0, {"a": "passed", "b": "error"})
+    verdict, f2p, p2p, flaky = gate(TaskType.BUG_FIX, ["a", "b"], base, gold)
+    assert (verdict.status, f2p, flaky) == ("verified", ("a",), ("b",))
+    # a test that failed before the kill was observed: it still counts against the gold
+    gold[0] = run(Variant.GOLD, 0, {"a": "failed"}, FailureClass.TIMEOUT)
+    verdict, f2p, p2p, flaky = gate(TaskType.BUG_FIX, ["a", "b"], base, gold)
+    assert flaky == ("a",) and verdict.status == "unverified"
+
+
 def test_gate_leaves_no_fail_to_pass_and_optimizations_unverified() -> None:
     base = [run(Variant.BASE, i, {"a": "passed"}) for i in range(3)]
     gold = [run(Variant.GOLD, i, {"a": "passed"}) for i in range(3)]
