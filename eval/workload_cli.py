@@ -14,6 +14,7 @@ import argparse
 import sys
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -226,6 +227,7 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
                     preds.get(tdir.id),
                     label,
                     tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult) if args.anchored else None,
+                    partial(_say, bar.console, tdir.id),
                 )
             except Exception as exc:  # one broken task must not stop the others
                 failed += 1
@@ -248,6 +250,11 @@ def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) ->
             bar.console.print(line, markup=False)
     print(f"{done} workloads measured, {failed} failed")
     return 1 if failed and not done else 0
+
+
+def _say(console: Any, task_id: str, line: str) -> None:
+    """One harness process's end, as it happens (a call cut short still says where it was)."""
+    console.print(f"{task_id}: {line}", markup=False)
 
 
 def _phases(result: WorkloadResult) -> str:

@@ -664,6 +664,42 @@ def _rowscale_workload(task_id: str) -> Workload:
     return Workload(task_id, Metric.KERNEL_TIME, "default", (call, kernel))
 
 
+def test_a_first_harness_process_cut_by_its_limit_runs_once_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compiling and autotuning from a cold cache can outlast a process's limit: the first
+    round's process runs again, and the cut attempt is named in the seconds and the log."""
+    import dataclasses
+
+    from eval import workload_run
+    from eval.workload_run import MeasureSettings, measure_task
+
+    repo, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    tdir.store(TaskFile.WORKLOAD, _rowscale_workload(task.task_id))
+    settings = MeasureSettings(rounds=2, cpu_ok=True, trusted_unsandboxed=True, timeout_s=300)
+    original = workload_run._run_once
+    made: list[str] = []
+
+    def run_once(tree, workload, settings, trusted, cache, save=True):  # type: ignore[no-untyped-def]
+        made.append(tree.name)
+        result, run = original(tree, workload, settings, trusted, cache, save)
+        if made.count(tree.name) == 1:
+            return {"error": "timed out"}, dataclasses.replace(run, timed_out=True, output=None)
+        return result, run
+
+    monkeypatch.setattr(workload_run, "_run_once", run_once)
+    lines: list[str] = []
+    store = SourceStore(GitRepo(repo.path))
+    result = measure_task(task, tdir, store, tmp_path / "scratch", settings, progress=lines.append)
+    # base-0 and gold-0 each cut once and run again; the second round runs once each
+    assert made == ["base", "base", "gold", "gold", "gold", "base"]
+    assert {"base-0 cut", "gold-0 cut", "base-0", "gold-0"} <= set(result.seconds)
+    assert lines[0].startswith("base-0: cut at its limit after") and len(lines) == 6
+    assert [c.error for c in result.calls] == ["", ""]
+    assert result.base_total_ms and result.gold_total_ms
+
+
 def test_the_harness_times_base_and_gold_and_compares_outputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
