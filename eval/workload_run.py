@@ -451,6 +451,8 @@ def measure_task(
                             progress)  # fmt: skip
             got = anchored(quick, anchor)
             result, why = (got, "") if isinstance(got, WorkloadResult) else (None, got)
+            if why and progress is not None:  # 2026-12-04: a call cut here never said why
+                progress(f"not anchored: {why}; the full protocol runs")
             tried = {f"anchor {k}": v for k, v in quick.seconds.items()}
         if result is None:
             result = measure(task, workload, trees, settings, root, environment, progress)

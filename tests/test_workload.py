@@ -813,7 +813,10 @@ def test_an_anchored_prediction_runs_two_processes_and_takes_the_base_from_the_r
     assert got.base_total_ms == ref.base_total_ms and got.prediction_total_ms
     # the gold drifted: the full protocol (base, gold, prediction, two rounds), and why
     monkeypatch.setattr(workload_run, "ANCHOR_DRIFT", -1.0)
-    full = measure_task(task, tdir, store, tmp_path / "s2", settings, gold, "cpu", ref)
+    lines: list[str] = []
+    full = measure_task(task, tdir, store, tmp_path / "s2", settings, gold, "cpu", ref,
+                        lines.append)  # fmt: skip
+    assert lines[2].startswith("not anchored: the gold's total is") and len(lines) == 9
     assert len([k for k in full.seconds if k[-2:] in ("-0", "-1")]) == 8  # 2 tried, then 6
     assert {"anchor gold-0", "anchor prediction-0"} <= set(full.seconds)
     assert full.anchor.startswith("not anchored: the gold's total is")
