@@ -5,14 +5,15 @@
 # by side, nothing beside them.
 # Carry: .whl .carry/deb .carry/c (made by make_carry.sh beside this script: tasks.tgz, the
 # task directories as scripts/rebuild_state.sh rebuilt them; fla.git; n0.txt)
-# Usage: call21.sh [END seconds, default 480]
+# Later calls: call21.sh END n1 runs the next batch (make_carry.sh's n1.txt, never run).
+# Usage: call21.sh [END seconds, default 480] [LIST: n0 (default) or n1]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=.carry/c; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct && T=/tmp/ct/tasks
 touch -d '1 minute ago' $O/machine.txt
 S=$(date +%s); END=${1:-480}
-F="--tasks $T --repo-path flash-linear-attention=$C/fla.git --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 420 --runs 3 --force"
-timeout -k 60 -s INT $END python3 -m eval reference $F --task-file $C/n0.txt --out /tmp/rf --jobs 14 --deadline 300 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s"
+F="--tasks $T --repo-path flash-linear-attention=$C/fla.git --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 420 --runs 3"
+timeout -k 60 -s INT $END python3 -m eval reference $F --task-file $C/${2:-n0}.txt --out /tmp/rf --jobs 14 --deadline 300 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s"
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name '*.autotune.json' \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O

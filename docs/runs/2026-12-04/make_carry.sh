@@ -10,10 +10,27 @@ T=$state/tasks; C=.carry/c; work=$(mktemp -d)
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 rm -rf $C && mkdir -p $C
 # call 21: the partial references, then two never-run tasks
-# (call21.sh passes --force: a task with a finished reference.json must not be listed)
-{ find $T -name reference.partial.json | xargs -n1 dirname | xargs -n1 basename
+{ find $T -name reference.partial.json | xargs -r -n1 dirname | xargs -r -n1 basename
   for d in $T/flash-linear-attention__660__* $T/flash-linear-attention__577__*; do
     [ -e $d/reference.json ] || basename $d; done; } | sort -u > $C/n0.txt
+# call21.sh n1: the next 14 flash-linear-attention tasks never run, non-optimizations whose PR
+# changed a test (of those run by 2026-12-04, 56% verified, against 40% of those without),
+# newest first (PRs and direct commits)
+python - "$T" > $C/n1.txt <<'PY'
+import json, sys
+from pathlib import Path
+rows = []
+for d in Path(sys.argv[1]).glob("flash-linear-attention__*"):
+    t = json.loads((d / "task.json").read_text())
+    if (d / "reference.json").exists() or (d / "reference.partial.json").exists():
+        continue
+    if t["task_type"]["type"] == "optimization" or t["verification"]["status"] != "unverified":
+        continue
+    patch = d / "test.patch"
+    if patch.exists() and patch.stat().st_size:
+        rows.append((t["merged_at"] or "", d.name))
+print("\n".join(name for _, name in sorted(rows, reverse=True)[:14]))
+PY
 # call 23: the optimizations verified on a workload whose gold has no completed score row
 printf 'liger-kernel__815___layer_norm_backward_kernel\nliger-kernel__1187___fused_add_rms_norm_backward_kernel\n' > $C/wl.txt
 # call 22: verified tasks without a gold or a setup score, whose reference ran on the host's
@@ -36,7 +53,7 @@ PY
 # calls 24-25: flash-linear-attention optimization tasks planned from its op registry (2026-12-04),
 # never timed nor run: their workloads (quiet), then their tests' references
 for n in 1000 1109 1125 807 823 884 916 953 989 27c2022aab; do ls $T | grep "^flash-linear-attention__${n}__"; done > $C/fla_opt.txt
-cat $C/n0.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
+cat $C/n0.txt $C/n1.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
 mkdir $work/tasks && for t in $(cat $work/ids.txt); do cp -r $T/$t $work/tasks/; done
 python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
 for fw in flash-linear-attention:fla-org+flash-linear-attention:"--path fla --path tests --path benchmarks" \
