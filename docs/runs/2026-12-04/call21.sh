@@ -6,6 +6,8 @@
 # Carry: .whl .carry/deb .carry/c (made by make_carry.sh beside this script: tasks.tgz, the
 # task directories as scripts/rebuild_state.sh rebuilt them; fla.git; n0.txt)
 # Later calls: call21.sh END n1 runs the next batch (make_carry.sh's n1.txt, never run).
+# With a non-empty mlm.txt (Megatron-LM tasks never run, their wheelhouses in wh/) those run
+# beside, 3 at a time, and the FLA list gets 11 slots.
 # Usage: call21.sh [END seconds, default 480] [LIST: n0 (default) or n1]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
@@ -13,7 +15,12 @@ C=.carry/c; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct && T=/tmp/ct/ta
 touch -d '1 minute ago' $O/machine.txt
 S=$(date +%s); END=${1:-480}
 F="--tasks $T --repo-path flash-linear-attention=$C/fla.git --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 420 --runs 3"
-timeout -k 60 -s INT $END python3 -m eval reference $F --task-file $C/${2:-n0}.txt --out /tmp/rf --jobs 14 --deadline 300 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s"
+J=14; M=$C/mlm.txt
+if [ -s $M ]; then  # Megatron-LM's never-run tasks (make_carry.sh): 3 beside 11 FLA ones
+  J=11; ( timeout -k 60 -s INT $END python3 -m eval reference --tasks $T --task-file $M --repo-path megatron-lm=$C/mlm.git --wheelhouse $C/wh --select-per-test 1 --max-node-ids 4 --select-timeout 240 --timeout 300 --runs 3 --out /tmp/rm --jobs 3 --deadline 300 --scratch /tmp/sm --triton-cache /tmp/tcm > $O/mlm.log 2>&1; echo "mlm rc $? after $(( $(date +%s) - S )) s" ) &
+fi
+timeout -k 60 -s INT $END python3 -m eval reference $F --task-file $C/${2:-n0}.txt --out /tmp/rf --jobs $J --deadline 300 --scratch /tmp/sf --triton-cache /tmp/tcf > $O/fla.log 2>&1; echo "fla rc $? after $(( $(date +%s) - S )) s"
+wait
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name '*.autotune.json' \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O

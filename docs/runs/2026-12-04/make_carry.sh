@@ -53,7 +53,17 @@ PY
 # calls 24-25: flash-linear-attention optimization tasks planned from its op registry (2026-12-04),
 # never timed nor run: their workloads (quiet), then their tests' references
 for n in 1000 1109 1125 807 823 884 916 953 989 27c2022aab; do ls $T | grep "^flash-linear-attention__${n}__"; done > $C/fla_opt.txt
-cat $C/n0.txt $C/n1.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
+# call21.sh's Megatron-LM stream: its tasks that never ran a reference and need nothing this
+# machine lacks (one GPU, no multicast, no package the wheelhouses cannot bring: wandb, TE)
+python - "$T" > $C/mlm.txt <<'PY'
+import json, sys
+from pathlib import Path
+for d in sorted(Path(sys.argv[1]).glob("megatron-lm__*")):
+    v = json.loads((d / "task.json").read_text())["verification"]
+    if v["status"] == "unverified" and v["reason"].startswith("no reference run yet"):
+        print(d.name)
+PY
+cat $C/n0.txt $C/n1.txt $C/mlm.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
 mkdir $work/tasks && for t in $(cat $work/ids.txt); do cp -r $T/$t $work/tasks/; done
 python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
 for fw in flash-linear-attention:fla-org+flash-linear-attention:"--path fla --path tests --path benchmarks" \
@@ -71,7 +81,8 @@ for k in gold setup; do
 done
 python -m eval workload --plan-only --force --tasks $work/tasks --task-file $C/fla_opt.txt \
   --repo-path flash-linear-attention=$C/fla.git --out $work/plan > /dev/null
-python -m envbuild.wheelhouse --tasks $work/tasks --task megatron-lm__4460__causal_conv1d_update_kernel --out $C/wh | tail -n 1
+python -m envbuild.wheelhouse --tasks $work/tasks --task megatron-lm__4460__causal_conv1d_update_kernel $(sed 's/^/--task /' $C/mlm.txt) \
+  --host envbuild/hosts/h200.txt --out $C/wh | tail -n 1
 tar -C $work -czf $C/tasks.tgz tasks
 rm -rf $work
 wc -l $C/*.txt; du -sh $C
