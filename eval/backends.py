@@ -18,13 +18,15 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 from core.frameworks import TestHints, framework
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
-from eval.errors import EvalError
+from eval.errors import EvalError, ExtensionError
+from eval.extensions import install_extensions
 from eval.model import FailureClass, RunResult, Variant
 from eval.protected import changes, freeze_list, snapshot
 from eval.runner import (
@@ -249,6 +251,17 @@ class LocalBackend:
         cache = _cache(self.settings, task, variant)
         hints = framework(task.framework).tests
         python, venv = self.interpreter(tdir)
+        # the framework's compiled extensions, built once; never in a prediction's tree
+        trusted = self.scratch / task.task_id / f"setup-state-{run_index}"
+        setup_state = partial(prepare, task, tdir, self.stores[task.framework], trusted,
+                              Variant.BASE)  # fmt: skip
+        try:
+            install_extensions(tree, python, self.settings.cache_root or default_cache(),
+                               setup_state if variant is Variant.PREDICTION else None)  # fmt: skip
+        except ExtensionError as exc:  # tests that need them fail naming the module
+            log.warning("%s: %s; the tests run without them", task.task_id, exc)
+        finally:
+            shutil.rmtree(trusted, ignore_errors=True)
         raw = run_pytest(
             tree,
             files,

@@ -20,3 +20,8 @@ class EvalError(Exception):
 class SpliceError(EvalError, CurationSpliceError):
     """A prediction could not be put into its files (it does not parse, or the result does not,
     or it reaches outside the task's targets)."""
+
+
+class ExtensionError(EvalError):
+    """The framework's compiled extensions did not build (its tests run without them: those
+    that import one fail naming it)."""
