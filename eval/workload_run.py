@@ -18,17 +18,21 @@ import logging
 import os
 import re
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from core.records import to_json
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
-from eval.errors import EvalError
+from eval.backends import default_cache
+from eval.errors import EvalError, ExtensionError
+from eval.extensions import install_extensions
 from eval.model import Variant
 from eval.perf_scores import efficiency
 from eval.sandbox import SandboxPolicy, ScriptRun, read_back, run_script
@@ -66,6 +70,7 @@ class MeasureSettings:
     venv: Path | None = None  # the wheelhouse venv `python` lives in: shown to the sandbox
     memcheck: bool = False  # also run the gold once on the smallest size under memcheck
     sanitizer: str | None = None  # the compute-sanitizer to use (default: found on the host)
+    cache_root: Path | None = None  # compiled extensions' builds; eval.backends.default_cache()
 
 
 class GitTreeView:
@@ -142,7 +147,6 @@ def _run_once(
     cold = workload.metric is Metric.COLD_WALL_TIME
     env = {"TRITON_CACHE_DIR": str(cache), "TRITON_CACHE_AUTOTUNING": "0" if cold else "1"}
     sandboxed = not (trusted and settings.trusted_unsandboxed)
-    import sys
 
     run = run_script(
         HARNESS,
@@ -441,6 +445,14 @@ def measure_task(
         trees[v] = prepare(
             task, tdir, store, root / str(v), v, prediction if v is Variant.PREDICTION else None
         )
+    setup_state = partial(trees.__getitem__, Variant.BASE)  # never build a prediction's tree
+    for v, tree in trees.items():  # the framework's compiled extensions (eval/extensions.py)
+        try:
+            install_extensions(tree, settings.python or sys.executable,
+                               settings.cache_root or default_cache(),
+                               setup_state if v is Variant.PREDICTION else None)  # fmt: skip
+        except ExtensionError as exc:  # a call that needs them fails naming the module
+            log.warning("%s: %s; measured without them", task.task_id, exc)
     prepared = round(time.perf_counter() - t0, 2)
     try:
         why = "" if anchor is None else anchor_problem(anchor, workload, environment) or ""

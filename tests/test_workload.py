@@ -747,10 +747,23 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
         "task_id": task.task_id,
         "kernels": {"rowscale_kernel": kernel.replace("x * w", "x + w")},
     }
+    built: dict[str, object] = {}  # each tree gets the framework's compiled extensions
+
+    def install(tree, python, cache_root, trusted=None):  # type: ignore[no-untyped-def]
+        built[tree.name] = trusted() if trusted is not None else None
+        return ""
+
+    monkeypatch.setattr(workload_run, "install_extensions", install)
     pred = measure_task(task, tdir, store, tmp_path / "scratch2",
                         replace(settings, rounds=1), wrong)  # fmt: skip
     assert [c.prediction_matches for c in pred.calls] == [False, False], pred.calls
     assert "prediction" in pred.calls[0].mismatch
+    # never in the prediction's tree: a miss builds in the setup state's (the base tree)
+    assert built == {
+        "base": None,
+        "gold": None,
+        "prediction": tmp_path / "scratch2" / task.task_id / "base",
+    }
 
 
 @pytest.mark.skipif(not shutil.which("bwrap"), reason="the sandbox needs bubblewrap")
