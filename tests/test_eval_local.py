@@ -257,11 +257,14 @@ def test_an_interrupted_reference_resumes_from_its_finished_runs(task_env, tmp_p
 def test_a_first_run_cut_by_its_time_limit_runs_once_more(task_env, tmp_path) -> None:
     """A variant's first run compiles from a cold cache and may outlast its limit on a busy
     machine: it runs once more, and the second attempt is the run kept; a later run's
-    timeout is an outcome."""
+    timeout is an outcome. A selection run cut before any test ended runs once more too."""
+    from core.files import write_record
     from eval.reference import run_reference
 
     repo, _work, tasks = task_env
     tdir = _copy_tasks(tasks, tmp_path / "tasks")
+    fresh = tdir.load_task()  # no node ids yet: the selection runs (and is cut once too)
+    write_record(tdir.root / "task.json", replace(fresh, tests=replace(fresh.tests, node_ids=())))
     real = backend(repo, tmp_path)
     made: list[str] = []
 
@@ -272,15 +275,15 @@ def test_a_first_run_cut_by_its_time_limit_runs_once_more(task_env, tmp_path) ->
         def run(self, task, tdir, variant, run_dir, i, *args, **kwargs):
             made.append(run_dir.name)
             result = real.run(task, tdir, variant, run_dir, i, *args, **kwargs)
-            if run_dir.name in ("gold-0", "base-1"):  # killed at the limit (gold-0: early)
+            if run_dir.name in ("select", "gold-0", "base-1"):  # killed at the limit
                 kept = result.tests if run_dir.name == "base-1" else ()
                 return replace(result, failure=FailureClass.TIMEOUT, passed=False,
                                exit_code=None, tests=kept)  # fmt: skip
             return result
 
     ref = run_reference(tdir.load_task(), tdir, SlowFirstGold(), tmp_path / "runs", runs=2)  # type: ignore[arg-type]
-    assert [m for m in made if m != "select"] == ["base-0", "gold-0", "gold-0-again", "gold-1",
-                                                  "base-1"]  # fmt: skip
+    assert made == ["select", "select-again", "base-0", "gold-0", "gold-0-again", "gold-1",
+                    "base-1"]  # fmt: skip
     assert ref is not None and ref.valid, ref and ref.validity_note
     kept = {(str(r.variant), r.run): r.failure for r in ref.runs}
     assert kept[("gold", 0)] is FailureClass.NONE
