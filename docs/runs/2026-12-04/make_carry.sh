@@ -63,7 +63,16 @@ for d in sorted(Path(sys.argv[1]).glob("megatron-lm__*")):
     if v["status"] == "unverified" and v["reason"].startswith("no reference run yet"):
         print(d.name)
 PY
-cat $C/n0.txt $C/n1.txt $C/mlm.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
+# call21.sh sel: flash-linear-attention tasks whose selection run was cut before any test
+# ended (a selection cut that way now runs once more); --force reruns their references
+python - "$T" > $C/sel.txt <<'PY'
+import json, sys
+from pathlib import Path
+for d in sorted(Path(sys.argv[1]).glob("flash-linear-attention__*")):
+    if "the selection run failed (timeout)" in json.loads((d / "task.json").read_text())["verification"]["reason"]:
+        print(d.name)
+PY
+cat $C/n0.txt $C/n1.txt $C/sel.txt $C/mlm.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
 mkdir $work/tasks && for t in $(cat $work/ids.txt); do cp -r $T/$t $work/tasks/; done
 python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
 for fw in flash-linear-attention:fla-org+flash-linear-attention:"--path fla --path tests --path benchmarks" \
