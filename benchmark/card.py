@@ -16,6 +16,7 @@ from typing import Any
 from benchmark.errors import BenchmarkError
 from benchmark.schema import card_fields, row_status
 from core.files import write_atomic
+from eval.gate import reason_kind
 
 
 def _template() -> str:
@@ -116,15 +117,14 @@ def _crosstab(title: str, key: str, rows: list[dict[str, Any]]) -> str:
 
 
 def _reasons(rows: list[dict[str, Any]]) -> str:
-    """Why tasks are not verified, grouped by the reason's kind (its text before any colon or
-    count), with counts."""
+    """Why tasks are not verified, grouped by the reason's kind (`eval.gate.reason_kind`), with
+    counts."""
     kinds: Counter[str] = Counter()
     for r in rows:
         if row_status(r) == "verified":
             continue
         reason = (r.get("verification") or {}).get("reason") or "no reference run yet"
-        kind = reason.split(":", 1)[0].split(" (", 1)[0]
-        kinds[f"{row_status(r)}: {kind[:80]}"] += 1
+        kinds[f"{row_status(r)}: {reason_kind(reason)[:80]}"] += 1
     return _table("not verified, by reason", kinds)
 
 

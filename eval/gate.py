@@ -250,6 +250,16 @@ def fail_to_pass_possible(
     return any(gold.outcome_of(n) == "passed" and base.outcome_of(n) != "passed" for n in node_ids)
 
 
+def reason_kind(reason: str) -> str:
+    """A verdict's reason without its particulars, to count reasons by: the text before any
+    colon or parenthesis, after the task type that some reasons start with ("bug_fix: no test
+    fails at the setup state ..." counts as "no test fails at the setup state ...")."""
+    head, _, rest = reason.partition(": ")
+    if rest and head in {str(t) for t in TaskType}:
+        reason = rest
+    return reason.split(":", 1)[0].split(" (", 1)[0].strip()
+
+
 def observed(run: RunResult, node_ids: Sequence[str]) -> dict[str, str]:
     """What `run` says about each kept test. A test it did not report is "absent", unless the
     run was killed at its time limit: then that test and the one under way when it was killed

@@ -19,14 +19,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curation.taskdir import TaskFile, task_dirs
+from eval.gate import reason_kind
 from eval.model import Reference
 from eval.verdict import PHASES
 
 STATUSES = ("verified", "unverified", "out_of_scope")
 
 
-def reason_kind(reason: str) -> str:
-    head = reason.split(":", 1)[0].split(" (", 1)[0]
+def short_kind(reason: str) -> str:
+    head = reason_kind(reason)
     return head if len(head) < 70 else head[:67] + "..."
 
 
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         by_repo[task.repo or task.framework][status] += 1
         by_type[str(task.task_type.type)][status] += 1
         if status != "verified":
-            reasons[(task.framework, reason_kind(task.verification.reason))] += 1
+            reasons[(task.framework, short_kind(task.verification.reason))] += 1
     for title, table in (("repository", by_repo), ("task type", by_type)):
         print(f"| {title} | " + " | ".join(STATUSES) + " | total |")
         print("|---|" + "---|" * (len(STATUSES) + 1))

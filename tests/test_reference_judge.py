@@ -421,3 +421,14 @@ def test_a_partial_references_tuning_results_stay_inside_the_tasks_cache(tmp_pat
     assert not (tmp_path / "escape.autotune.json").exists()
     assert not (cache / "k3").exists()
     assert tuning_results(tmp_path / "none") == {}
+
+
+def test_reasons_are_counted_by_kind_without_the_task_type() -> None:
+    from eval.gate import NO_FAIL_TO_PASS, reason_kind
+
+    assert reason_kind(f"bug_fix: {NO_FAIL_TO_PASS} (selected tests skip here)") == NO_FAIL_TO_PASS
+    assert reason_kind("the selection run failed (timeout): killed") == "the selection run failed"
+    assert reason_kind("missing package(s) wandb") == "missing package(s) wandb"
+    assert reason_kind("optimization: no workload measured yet (the gold ...)") == (
+        "no workload measured yet"
+    )
