@@ -193,6 +193,46 @@ def distance_of(item: Any, distance: Mapping[str, int]) -> int | None:
     return min(found, default=None)
 
 
+_LITERAL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _literal_key(token: Any) -> str | None:
+    """A value's comparable form: numbers by value (`1e-2` is `0.01`), a dtype or a name by
+    its last part (`torch.bfloat16`: `bfloat16`), None for anything else."""
+    if isinstance(token, bool) or token is None:
+        return str(token)
+    if isinstance(token, int | float):
+        return repr(float(token))
+    text = str(token)
+    try:
+        return repr(float(text))
+    except ValueError:
+        return text.rsplit(".", 1)[-1] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", text) else None
+
+
+def pr_values(item: Any, lines: Mapping[str, Sequence[tuple[int, int]]]) -> int:
+    """How many of a parametrization's values appear on lines the PR's test patch added or
+    changed in the test function's decorators: a case the PR added (Liger-Kernel #986 tightens
+    the bfloat16 tolerances to 1e-2: that parametrization fails at the setup state, the
+    float32 one kept by collection order did not)."""
+    spans = lines.get(item.nodeid.split("::", 1)[0])
+    params = getattr(getattr(item, "callspec", None), "params", None)
+    fn = getattr(item, "function", None)
+    if not spans or not params or fn is None:
+        return 0
+    try:
+        source, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return 0
+    head = next((i for i, text in enumerate(source) if text.lstrip().startswith(("def ",
+                 "async def "))), len(source))  # fmt: skip
+    added = {k for i, text in enumerate(source[:head])
+             if any(a <= start + i <= b for a, b in spans)
+             for k in map(_literal_key, _LITERAL.findall(text)) if k is not None}  # fmt: skip
+    values = [x for v in params.values() for x in (v if isinstance(v, tuple | list) else (v,))]
+    return sum(1 for v in values if _literal_key(v) in added)
+
+
 def cap_items(
     items: list[Any],
     per_test: int,
@@ -206,7 +246,8 @@ def cap_items(
     something of a target module, then one that names a module importing one, ...), then the
     other tests the same way (flash-linear-attention #813: the first four functions of its test
     file never reach the gate kernels; #712: its existing conv tests pass at the setup state,
-    the non-contiguous tests it adds do not), else in collection order."""
+    the non-contiguous tests it adds do not), else in collection order; of a function's
+    parametrizations, those with values the PR added to its decorators first (`pr_values`)."""
     distance = module_distances(modules) if modules else {}
     groups: dict[str, list[Any]] = {}
     for item in items:
@@ -217,8 +258,9 @@ def cap_items(
         d = distance_of(v[0], distance)
         rank[k] = (0 if lines and changed_by_pr(v[0], lines) else 1, far if d is None else d)
     groups = {k: groups[k] for k in sorted(groups, key=lambda k: rank[k])}
-    if per_test > 0:
-        groups = {k: v[:per_test] for k, v in groups.items()}
+    if per_test > 0:  # a group's parametrizations with the PR's new values first
+        groups = {k: sorted(v, key=lambda i: -pr_values(i, lines))[:per_test] if lines
+                  else v[:per_test] for k, v in groups.items()}  # fmt: skip
     chosen: list[Any] = []
     depth = 0
     while any(depth < len(v) for v in groups.values()):

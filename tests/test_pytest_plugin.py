@@ -489,3 +489,42 @@ def test_the_selections_first_config_never_reaches_the_autotuning_cache() -> Non
     finally:
         watcher.unpatch()
     assert Autotuner.__dict__["check_disk_cache"] is original
+
+
+def test_a_functions_parametrizations_with_the_prs_new_values_go_first(
+    tmp_path, monkeypatch
+) -> None:
+    """Liger-Kernel #986 tightens the bfloat16 tolerances of its GEGLU test to 1e-2 (the case
+    that fails at the setup state); with one parametrization a function, collection order took
+    float32, which passes either way: "no fail-to-pass"."""
+    import importlib
+    from types import SimpleNamespace as NS
+
+    from eval.pytest_plugin import cap_items, pr_values
+
+    source = (
+        "import pytest\n"  # 1
+        "\n"  # 2
+        "@pytest.mark.parametrize(\n"  # 3
+        '    "dtype, atol",\n'  # 4
+        "    [\n"  # 5
+        '        ("float32", 1e-0),\n'  # 6
+        '        ("bfloat16", 1e-2),\n'  # 7: the PR's change
+        "    ],\n"  # 8
+        ")\n"  # 9
+        "def test_geglu(dtype, atol):\n"  # 10
+        "    assert atol < 2\n"  # 11
+    )
+    (tmp_path / "test_geglu_mod.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fn = importlib.import_module("test_geglu_mod").test_geglu
+    path = "test/test_geglu.py"
+    items = [NS(nodeid=f"{path}::test_geglu[{d}]", function=fn, callspec=NS(params={"dtype": d,
+                "atol": a})) for d, a in (("float32", 1.0), ("bfloat16", 0.01))]  # fmt: skip
+    lines = {path: ((7, 7),)}
+    assert [pr_values(i, lines) for i in items] == [0, 2]
+    kept, _ = cap_items(items, 1, 4, (), lines)
+    assert [i.nodeid for i in kept] == [f"{path}::test_geglu[bfloat16]"]
+    # a change in the function's body (line 11) says nothing about its cases: collection order
+    kept, _ = cap_items(items, 1, 4, (), {path: ((11, 11),)})
+    assert [i.nodeid for i in kept] == [f"{path}::test_geglu[float32]"]
