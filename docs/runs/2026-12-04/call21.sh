@@ -8,14 +8,17 @@
 # Later calls: call21.sh END n1 runs the next batch (make_carry.sh's n1.txt, never run).
 # With a non-empty mlm.txt (Megatron-LM tasks never run, their wheelhouses in wh/) those run
 # beside, 3 at a time, and the FLA list gets 11 slots.
-# Usage: call21.sh [END seconds, default 480] [LIST: n0 (default), n1, or sel]
+# Usage: call21.sh [END seconds, default 480] [LIST: n0 (default), n1, sel or rp]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=.carry/c; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct && T=/tmp/ct/tasks
 touch -d '1 minute ago' $O/machine.txt
 S=$(date +%s); END=${1:-480}
 F="--tasks $T --repo-path flash-linear-attention=$C/fla.git --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 420 --runs 3"
-[ "${2:-n0}" = sel ] && F="$F --force"  # their failed references are rerun
+case "${2:-n0}" in  # sel: failed references rerun; rp: rerun on a new selection
+  sel) F="$F --force" ;;
+  rp) F="$F --force --reselect" ;;
+esac
 J=14; M=$C/mlm.txt
 if [ -s $M ]; then  # Megatron-LM's never-run tasks (make_carry.sh): 3 beside 11 FLA ones
   J=11; ( timeout -k 60 -s INT $END python3 -m eval reference --tasks $T --task-file $M --repo-path megatron-lm=$C/mlm.git --wheelhouse $C/wh --select-per-test 1 --max-node-ids 4 --select-timeout 240 --timeout 300 --runs 3 --out /tmp/rm --jobs 3 --deadline 300 --scratch /tmp/sm --triton-cache /tmp/tcm > $O/mlm.log 2>&1; echo "mlm rc $? after $(( $(date +%s) - S )) s" ) &

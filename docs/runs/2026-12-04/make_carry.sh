@@ -72,7 +72,33 @@ for d in sorted(Path(sys.argv[1]).glob("flash-linear-attention__*")):
     if "the selection run failed (timeout)" in json.loads((d / "task.json").read_text())["verification"]["reason"]:
         print(d.name)
 PY
-cat $C/n0.txt $C/n1.txt $C/sel.txt $C/mlm.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
+# call21.sh rp: flash-linear-attention tasks judged "no fail-to-pass" whose PR changed a test's
+# parametrize decorator: the selection now takes the parametrizations with the PR's new values
+# first (Liger-Kernel #986's bfloat16 case); --force --reselect reruns them. (Liger-Kernel's
+# five, #1271, #330, #477, #986, #989, need 57 MB of transformers wheelhouses: a call of their own.)
+python - "$T" > $C/rp.txt <<'PY'
+import json, re, sys
+from pathlib import Path
+NO = "no test fails at the setup state and passes with the gold"
+def in_decorator(patch):  # an added line followed, past decorator lines only, by `def test`
+    for hunk in re.split(r"^@@.*$", patch, flags=re.M)[1:]:
+        lines = [line for line in hunk.splitlines() if line[:1] in (" ", "+")]
+        for i, line in enumerate(lines):
+            if not line.startswith("+") or not line[1:].strip():
+                continue
+            for nxt in (n[1:] for n in lines[i + 1:]):
+                if re.match(r"(async )?def test", nxt):
+                    return True
+                if nxt and not nxt[0].isspace() and not nxt.startswith(("@", ")", "]")):
+                    break
+    return False
+for d in sorted(Path(sys.argv[1]).glob("flash-linear-attention__*")):
+    patch = d / "test.patch"
+    if NO in json.loads((d / "task.json").read_text())["verification"]["reason"] and \
+            patch.exists() and in_decorator(patch.read_text(errors="replace")):
+        print(d.name)
+PY
+cat $C/n0.txt $C/n1.txt $C/sel.txt $C/rp.txt $C/mlm.txt $C/score.txt $C/wl.txt $C/fla_opt.txt > $work/ids.txt; echo megatron-lm__4460__causal_conv1d_update_kernel >> $work/ids.txt
 mkdir $work/tasks && for t in $(cat $work/ids.txt); do cp -r $T/$t $work/tasks/; done
 python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
 for fw in flash-linear-attention:fla-org+flash-linear-attention:"--path fla --path tests --path benchmarks" \
