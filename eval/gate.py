@@ -311,7 +311,10 @@ def decide(
                                                          for o in outcome[v])]  # fmt: skip
     steady = [n for n in node_ids if n not in flaky and n not in cut]
     gold_ok = [n for n in steady if all(o.get(n) == "passed" for o in outcome["gold"])]
-    gold_bad = [n for n in steady if n not in gold_ok]
+    # a test no gold run finished (each cut by its limit in it or before it) is the gold's
+    # failure, as a test the gold fails is: the gold cannot run it
+    never = [n for n in cut if gold and all(n not in o for o in outcome["gold"])]
+    gold_bad = [n for n in steady if n not in gold_ok] + never
     f2p = tuple(n for n in gold_ok if all(o.get(n) != "passed" for o in outcome["base"]))
     starved = tuple(n for n in f2p if out_of_memory(n, base))  # not a failure of the setup state
     f2p = tuple(n for n in f2p if n not in starved)
@@ -330,7 +333,7 @@ def decide(
         else:
             classes = sorted({str(r.failure) for r in gold if r.failure is not FailureClass.NONE})
             why = (
-                f"the gold fails {len(gold_bad)} of {len(steady)} kept tests "
+                f"the gold fails {len(gold_bad)} of {len(steady) + len(never)} kept tests "
                 f"({', '.join(classes) or 'test_failure'}): {', '.join(gold_bad[:3])}"
             )
             if not steady:

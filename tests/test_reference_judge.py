@@ -98,6 +98,11 @@ def test_a_test_a_timed_out_run_never_reached_is_cut_not_flaky() -> None:
     gold[0] = run(Variant.GOLD, 0, {"a": "passed", "b": "error"})
     verdict, f2p, p2p, flaky = gate(TaskType.BUG_FIX, ["a", "b"], base, gold)
     assert (verdict.status, f2p, flaky) == ("verified", ("a",), ("b",))
+    # a test that no gold run finished, each cut by its limit: the gold cannot run it
+    gold = [run(Variant.GOLD, i, {"a": "passed", "b": "error"}, FailureClass.TIMEOUT)
+            for i in range(3)]  # fmt: skip
+    verdict, *_ = gate(TaskType.BUG_FIX, ["a", "b"], base, gold)
+    assert verdict.status == "unverified" and verdict.reason.endswith("(timeout): b")
     # a test that failed before the kill was observed: it still counts against the gold
     gold[0] = run(Variant.GOLD, 0, {"a": "failed"}, FailureClass.TIMEOUT)
     verdict, f2p, p2p, flaky = gate(TaskType.BUG_FIX, ["a", "b"], base, gold)
