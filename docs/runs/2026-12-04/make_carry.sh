@@ -75,20 +75,24 @@ PY
 # call21.sh rp: flash-linear-attention tasks judged "no fail-to-pass" whose PR changed a test's
 # parametrize decorator: the selection now takes the parametrizations with the PR's new values
 # first (Liger-Kernel #986's bfloat16 case); --force --reselect reruns them. (Liger-Kernel's
-# five, #1271, #330, #477, #986, #989, need 57 MB of transformers wheelhouses: a call of their own.)
+# two, #477 and #986, need 28 MB of transformers wheelhouses: a call of their own.)
 python - "$T" > $C/rp.txt <<'PY'
 import json, re, sys
 from pathlib import Path
 NO = "no test fails at the setup state and passes with the gold"
-def in_decorator(patch):  # an added line followed, past decorator lines only, by `def test`
+def in_decorator(patch):  # an added line followed, past decorator lines only, by the `def` of
+    # a test the PR kept (a new test's cases are all new: the order among them does not change)
     for hunk in re.split(r"^@@.*$", patch, flags=re.M)[1:]:
         lines = [line for line in hunk.splitlines() if line[:1] in (" ", "+")]
         for i, line in enumerate(lines):
             if not line.startswith("+") or not line[1:].strip():
                 continue
-            for nxt in (n[1:] for n in lines[i + 1:]):
+            for n in lines[i + 1:]:
+                nxt = n[1:]
                 if re.match(r"(async )?def test", nxt):
-                    return True
+                    if n.startswith(" "):
+                        return True
+                    break
                 if nxt and not nxt[0].isspace() and not nxt.startswith(("@", ")", "]")):
                     break
     return False
