@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from core.errors import RecordError
 from core.frameworks import framework
@@ -223,6 +224,27 @@ class SelectionCaps:
     autotune: str = "first"
 
 
+def run_cold(
+    backend: Backend,
+    task: Task,
+    tdir: TaskDir,
+    variant: Variant,
+    run_dir: Path,
+    retry: Callable[[RunResult], bool] = lambda _: True,
+    **kwargs: Any,
+) -> RunResult:
+    """A run that compiles and autotunes from a cold cache (the selection, a variant's first
+    run): on a busy machine that alone can outlast the limit (2026-12-04: seven
+    flash-linear-attention gold runs cut at 420 s, the next ones took 20-60 s). When it is
+    killed at its time limit and `retry` says so, it runs once more (`<run_dir>-again`) on
+    what it compiled, and that run is the one kept. Both are run number 0."""
+    result = backend.run(task, tdir, variant, run_dir, 0, **kwargs)
+    if result.failure is FailureClass.TIMEOUT and retry(result):
+        again = run_dir.with_name(f"{run_dir.name}-again")
+        result = backend.run(task, tdir, variant, again, 0, **kwargs)
+    return result
+
+
 def select_node_ids(
     task: Task, tdir: TaskDir, backend: Backend, run_root: Path, caps: SelectionCaps | None = None
 ) -> tuple[tuple[str, ...], RunResult]:
@@ -245,14 +267,9 @@ def select_node_ids(
         # nor does its choice reach the verdict's runs through the task's autotuning cache
         # (the plugin also keeps kernels declared with cache_results=True from caching it)
         env |= {"TPB_AUTOTUNE": "first", "TRITON_CACHE_AUTOTUNING": "0"}
-    run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select", 0,
-                      extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip
-    if run.failure is FailureClass.TIMEOUT and not run.tests:
-        # cut before any test ended, as a first run compiling from a cold cache on a busy
-        # machine can be (five flash-linear-attention selections of 2026-12-02/03): once more,
-        # on what it compiled
-        run = backend.run(task, tdir, Variant.GOLD, run_root / task.task_id / "select-again", 0,
-                          extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip
+    # cut before any test ended (five flash-linear-attention selections of 2026-12-02/03)
+    run = run_cold(backend, task, tdir, Variant.GOLD, run_root / task.task_id / "select",
+                   lambda r: not r.tests, extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip
     names = target_kernel_names(task)
     # the session's kernel report, and each test's own report (all there is when the run was
     # killed at its time limit: the tests that finished before still count)
@@ -368,15 +385,9 @@ def _make_runs(
             if any(r.variant is variant and r.run == i for r in results):
                 continue  # resumed: this run ended in an earlier command
             run_dir = run_root / task.task_id / f"{variant}-{i}"
-            result = backend.run(task, tdir, variant, run_dir, i)
-            if i == 0 and result.failure is FailureClass.TIMEOUT:
-                # a variant's first run compiles and autotunes every kernel from a cold cache;
-                # on a busy machine that alone can outlast the limit (2026-12-04: seven
-                # flash-linear-attention gold runs cut at 420 s, the next ones took 20-60 s):
-                # run it once more on what it compiled before taking the timeout as its outcome
-                result = backend.run(task, tdir, variant, run_root / task.task_id /
-                                     f"{variant}-{i}-again", i)  # fmt: skip
-            results.append(result)
+            # only a variant's first run compiles every kernel: a later timeout is an outcome
+            results.append(run_cold(backend, task, tdir, variant, run_dir)
+                           if i == 0 else backend.run(task, tdir, variant, run_dir, i))  # fmt: skip
             checkpoint()
         if i == 0 and not all_runs:
             first = {r.variant: r for r in results}
