@@ -251,17 +251,21 @@ class LocalBackend:
         cache = _cache(self.settings, task, variant)
         hints = framework(task.framework).tests
         python, venv = self.interpreter(tdir)
-        # the framework's compiled extensions, built once; never in a prediction's tree
+        # the framework's compiled extensions, built once; never in a prediction's tree (a
+        # miss builds in a tree of the setup state, made only then)
         trusted = self.scratch / task.task_id / f"setup-state-{run_index}"
-        setup_state = partial(prepare, task, tdir, self.stores[task.framework], trusted,
-                              Variant.BASE)  # fmt: skip
+        setup_state = None
+        if variant is Variant.PREDICTION:
+            setup_state = partial(prepare, task, tdir, self.stores[task.framework], trusted,
+                                  Variant.BASE)  # fmt: skip
         try:
             install_extensions(tree, python, self.settings.cache_root or default_cache(),
-                               setup_state if variant is Variant.PREDICTION else None)  # fmt: skip
+                               setup_state)  # fmt: skip
         except ExtensionError as exc:  # tests that need them fail naming the module
             log.warning("%s: %s; the tests run without them", task.task_id, exc)
         finally:
-            shutil.rmtree(trusted, ignore_errors=True)
+            if setup_state is not None:
+                shutil.rmtree(trusted, ignore_errors=True)
         raw = run_pytest(
             tree,
             files,

@@ -21,6 +21,7 @@ Reads: the prepared tree. Writes: `<cache root>/extensions/<key>/` (the built fi
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import shutil
 import subprocess
@@ -58,11 +59,17 @@ def _files(tree: Path, suffixes: tuple[str, ...]) -> list[Path]:
     )
 
 
+@functools.cache
+def _interpreter(python: str) -> str:
+    """The interpreter's path, version and torch version (asked once per process)."""
+    probe = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=60)
+    return f"{python}\n{probe.stdout}"
+
+
 def build_key(tree: Path, python: str) -> str:
     """What the build depends on: compiled sources, build files, the interpreter."""
     h = hashlib.sha256()
-    probe = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=60)
-    h.update(f"{python}\n{probe.stdout}".encode())
+    h.update(_interpreter(python).encode())
     named = [tree / n for n in ("setup.py", "pyproject.toml") if (tree / n).is_file()]
     for p in named + _files(tree, SOURCES):
         h.update(str(p.relative_to(tree)).encode() + b"\0" + p.read_bytes() + b"\0")

@@ -193,7 +193,8 @@ def distance_of(item: Any, distance: Mapping[str, int]) -> int | None:
     return min(found, default=None)
 
 
-_LITERAL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NAME = r"[A-Za-z_][A-Za-z0-9_.]*"
+_LITERAL = re.compile(_NAME + r"|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def _literal_key(token: Any) -> str | None:
@@ -207,7 +208,31 @@ def _literal_key(token: Any) -> str | None:
     try:
         return repr(float(text))
     except ValueError:
-        return text.rsplit(".", 1)[-1] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", text) else None
+        return text.rsplit(".", 1)[-1] if re.fullmatch(_NAME, text) else None
+
+
+def pr_decorator_values(item: Any, lines: Mapping[str, Sequence[tuple[int, int]]]) -> set[str]:
+    """The values (`_literal_key`) on lines the PR's test patch added or changed in the
+    decorators of `item`'s test function: the same for all its parametrizations."""
+    spans = lines.get(item.nodeid.split("::", 1)[0])
+    fn = getattr(item, "function", None)
+    if not spans or fn is None:
+        return set()
+    try:
+        source, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return set()
+    head = next((i for i, text in enumerate(source) if text.lstrip().startswith(("def ",
+                 "async def "))), len(source))  # fmt: skip
+    return {k for i, text in enumerate(source[:head])
+            if any(a <= start + i <= b for a, b in spans)
+            for k in map(_literal_key, _LITERAL.findall(text)) if k is not None}  # fmt: skip
+
+
+def _case_hits(item: Any, added: set[str]) -> int:
+    params = getattr(getattr(item, "callspec", None), "params", None) or {}
+    values = [x for v in params.values() for x in (v if isinstance(v, tuple | list) else (v,))]
+    return sum(1 for v in values if _literal_key(v) in added)
 
 
 def pr_values(item: Any, lines: Mapping[str, Sequence[tuple[int, int]]]) -> int:
@@ -215,22 +240,14 @@ def pr_values(item: Any, lines: Mapping[str, Sequence[tuple[int, int]]]) -> int:
     changed in the test function's decorators: a case the PR added (Liger-Kernel #986 tightens
     the bfloat16 tolerances to 1e-2: that parametrization fails at the setup state, the
     float32 one kept by collection order did not)."""
-    spans = lines.get(item.nodeid.split("::", 1)[0])
-    params = getattr(getattr(item, "callspec", None), "params", None)
-    fn = getattr(item, "function", None)
-    if not spans or not params or fn is None:
-        return 0
-    try:
-        source, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        return 0
-    head = next((i for i, text in enumerate(source) if text.lstrip().startswith(("def ",
-                 "async def "))), len(source))  # fmt: skip
-    added = {k for i, text in enumerate(source[:head])
-             if any(a <= start + i <= b for a, b in spans)
-             for k in map(_literal_key, _LITERAL.findall(text)) if k is not None}  # fmt: skip
-    values = [x for v in params.values() for x in (v if isinstance(v, tuple | list) else (v,))]
-    return sum(1 for v in values if _literal_key(v) in added)
+    return _case_hits(item, pr_decorator_values(item, lines))
+
+
+def _pr_cases_first(group: list[Any], lines: Mapping[str, Sequence[tuple[int, int]]]) -> list:
+    """A test function's parametrizations, those with the PR's new values first (`pr_values`;
+    the function's decorators are read once for all of them)."""
+    added = pr_decorator_values(group[0], lines)
+    return sorted(group, key=lambda i: -_case_hits(i, added)) if added else group
 
 
 def cap_items(
@@ -259,8 +276,8 @@ def cap_items(
         rank[k] = (0 if lines and changed_by_pr(v[0], lines) else 1, far if d is None else d)
     groups = {k: groups[k] for k in sorted(groups, key=lambda k: rank[k])}
     if per_test > 0:  # a group's parametrizations with the PR's new values first
-        groups = {k: sorted(v, key=lambda i: -pr_values(i, lines))[:per_test] if lines
-                  else v[:per_test] for k, v in groups.items()}  # fmt: skip
+        groups = {k: (_pr_cases_first(v, lines) if lines else v)[:per_test]
+                  for k, v in groups.items()}  # fmt: skip
     chosen: list[Any] = []
     depth = 0
     while any(depth < len(v) for v in groups.values()):
