@@ -6,7 +6,8 @@ an archive (at most eight files come back from a call). This merges them:
 
     python scripts/merge_device_results.py results.tgz [more folders or archives] --tasks tasks
 
-Reads: folders holding `<task_id>/task.json` (and `reference.json`, `workload_result.json`), or
+Reads: folders holding `<task_id>/task.json` (and `reference.json`, `workload_result.json`,
+`env.json` when the call ran the task on its pinned packages), or
 `<task_id>/reference.partial.json` (a reference the call's end cut: its selection and finished
 runs, for the next call to resume), or .tar / .tgz archives of them (archives inside an archive
 are opened too). Writes, per task:
@@ -34,7 +35,9 @@ from core.records import from_json
 from curation.model import TestSelection, Verification
 from curation.taskdir import TaskDir, TaskFile
 
-RUN_FILES = (TaskFile.REFERENCE, TaskFile.WORKLOAD_RESULT)
+# env.json: the pins a run's wheelhouse came from (a call that ran a task on its pinned
+# packages carries the env.json envbuild wrote; the reference records the package set it saw)
+RUN_FILES = (TaskFile.REFERENCE, TaskFile.WORKLOAD_RESULT, TaskFile.ENV)
 PARTIAL = TaskFile.REFERENCE_PARTIAL
 ARCHIVES = (".tar", ".tgz", ".tar.gz")
 

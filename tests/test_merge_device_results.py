@@ -132,6 +132,31 @@ def test_a_committed_call_folder_is_read_with_the_archives_it_holds(tmp_path: Pa
     assert tdir.path(TaskFile.REFERENCE_PARTIAL).is_file()
 
 
+def test_the_pins_a_call_ran_on_come_back_with_its_verdict(tmp_path: Path, capsys) -> None:
+    """2026-12-04, call 29: flash-linear-attention tasks ran on their date-pinned transformers
+    (the env.json that envbuild wrote, carried with the task); the call packs it in a tar of its
+    own beside the task files, and the merge puts it beside the verdict, so the rebuilt state
+    knows which wheelhouse the task needs."""
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    tdir.path(TaskFile.ENV).unlink(missing_ok=True)
+    run = _run_copy(tdir.root, tmp_path / "run" / "tasks")
+    envs = tmp_path / "envs" / tdir.root.name
+    envs.mkdir(parents=True)
+    (envs / "env.json").write_text('{"pins": "transformers==4.51.3"}')
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    with tarfile.open(pack / "tasks_c.tar", "w") as tar:
+        tar.add(run, arcname=f"./{run.name}")
+    with tarfile.open(pack / "env.tar", "w") as tar:
+        tar.add(envs, arcname=f"./{envs.name}")
+    with tarfile.open(tmp_path / "results.tgz", "w:gz") as tar:
+        tar.add(pack, arcname=".")
+    assert merge([str(tmp_path / "results.tgz"), "--tasks", str(tasks)]) == 0
+    assert "merged: verified" in (out := capsys.readouterr().out) and "env.json" in out
+    assert tdir.path(TaskFile.ENV).read_text() == '{"pins": "transformers==4.51.3"}'
+
+
 def test_help_and_a_broken_archive(tmp_path: Path, capsys) -> None:
     import pytest
 
