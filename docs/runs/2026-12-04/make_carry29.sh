@@ -6,41 +6,55 @@
 # #349, #9eac8cce39, #bd32e7b54b). They run on their date-pinned transformers (envbuild's
 # env.json, `envbuild.wheelhouse`): the 5 that failed so (transformers 4.51.3) rerun with
 # --force, and the 6 never-run tasks pinned to 4.49.0 whose PR changed a test; two wheelhouses
-# (28 MB) fit beside the tracked tree, so two keys a call.
-# Usage (repository root, venv active): make_carry29.sh STATE MIRRORS WHEELHOUSES
+# (28 MB) fit beside the tracked tree, so two keys a call (call 29: 4.51.3 and 4.49.0, 7 of 11
+# verified; call 30: 4.47.1 and 4.50.3, 9 of 13). `plan.txt` ranks every key by the tasks it
+# would let run; the call takes the first two (or KEYS="k1 k2").
+# Usage (repository root, venv active): [KEYS=...] make_carry29.sh STATE MIRRORS WHEELHOUSES
 set -euo pipefail
 state=${1:?usage: make_carry29.sh STATE MIRRORS WHEELHOUSES}; mirrors=${2:?}; wh=${3:?}
 T=$state/tasks; C=.carry/f; work=$(mktemp -d)
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 rm -rf $C && mkdir -p $C/wh $work/tasks
-keys=${KEYS:-"a11aa8ad965a9bf0 4fcf8120242f007c"}  # call 30: KEYS="942d7c4948b7b647 95495c1ab585ec04"
 # env.json of every flash-linear-attention task (envbuild writes into the directories: a copy)
 cp -r $T/flash-linear-attention__* $work/tasks/
 python -m envbuild --tasks $work/tasks --no-lint \
   --repo-path flash-linear-attention=$mirrors/fla-org+flash-linear-attention/repo > $work/envb.log
-python - $work/tasks $keys > $C/wh.txt <<'PY'
+# the tasks a wheelhouse would let run, by key: never run (or failed for want of their pins),
+# not optimizations (judged on a workload), and whose PR changed a test; plan.txt lists every
+# key, most tasks first; KEYS (default: the first two) picks the call's two
+python - $work/tasks $C/plan.txt ${KEYS:-} > $C/wh.txt <<'PY'
 import json, sys
+from collections import defaultdict
 from pathlib import Path
 from envbuild.model import EnvSpec
 from envbuild.wheelhouse import env_key, package_pins
 from curation.taskdir import TaskFile, task_dirs
-keys = sys.argv[2:]
-for td in task_dirs(Path(sys.argv[1])):
-    d = Path(sys.argv[1], td.id)
+root, plan, keys = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+by_key: dict[tuple[str, str], list[str]] = defaultdict(list)
+for td in task_dirs(root):
+    d = root / td.id
     pins = package_pins(td.load(TaskFile.ENV, EnvSpec))
-    if not pins or env_key(pins) not in keys:
-        continue
     t = json.loads((d / "task.json").read_text())
-    ref = (d / "reference.json").exists()
-    if ref and "does not import with the installed transformers" not in t["verification"]["reason"]:
-        continue  # ran, and not for want of its pins
+    ref = (d / "reference.json").exists() or (d / "reference.partial.json").exists()
+    if not pins or (ref and "not import with the installed" not in t["verification"]["reason"]):
+        continue  # on the host's packages, or ran and not for want of its pins
     patch = d / "test.patch"
-    if t["task_type"]["type"] == "optimization" or not (patch.exists() and patch.stat().st_size):
+    if t["task_type"]["type"] == "optimization" or t["verification"]["status"] == "out_of_scope" \
+            or not (patch.exists() and patch.stat().st_size):
         continue
-    print(td.id)
+    by_key[(env_key(pins), " ".join(pins))].append(td.id)
+ranked = sorted(by_key.items(), key=lambda kv: -len(kv[1]))
+plan.write_text("".join(f"{k} {len(ids)} {p}\n" for (k, p), ids in ranked))
+keys = keys or [k for (k, _), _ in ranked[:2]]
+print("\n".join(i for (k, _), ids in ranked if k in keys for i in sorted(ids)))
 PY
+keys=${KEYS:-$(head -n 2 $C/plan.txt | cut -d' ' -f1)}
 find $T -name reference.partial.json | xargs -r -n1 dirname | xargs -r -n1 basename > $C/n0.txt
-for k in $keys; do cp -r $wh/$k $C/wh/; done
+for k in $keys; do  # a wheelhouse not downloaded yet: from one of its tasks' pins
+  [ -d $wh/$k ] || python -m envbuild.wheelhouse --tasks $work/tasks --out $wh --host envbuild/hosts/h200.txt \
+    $(for t in $(cat $C/wh.txt); do echo "--task $t"; done) | tail -n 1
+  cp -r $wh/$k $C/wh/
+done
 mkdir -p $work/pack/tasks
 for t in $(cat $C/wh.txt $C/n0.txt); do
   cp -r $T/$t $work/pack/tasks/
