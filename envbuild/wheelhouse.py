@@ -251,7 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         "\n\n")[0])  # fmt: skip
     p.add_argument("--tasks", type=Path, default=Path("tasks"))
     p.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
+    p.add_argument("--task-file", type=Path, help="only the task ids this file lists (one a line)")
     p.add_argument("--out", type=Path, required=True, help="wheelhouse root (one folder a key)")
+    p.add_argument(
+        "--plan", action="store_true",
+        help="download nothing: each key with its pins, task count and whether OUT holds it, "
+        "most tasks first (a carry to a GPU machine holds only a few wheelhouses)",
+    )  # fmt: skip
     p.add_argument("--python-version", default="3.12", help="of the GPU machine (default 3.12)")
     p.add_argument(
         "--host", type=Path,
@@ -263,8 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     groups: dict[str, list[str]] = {}
     pins_of: dict[str, tuple[str, ...]] = {}
     try:
+        wanted = set(args.task)
+        if args.task_file is not None:
+            try:
+                wanted |= set(args.task_file.read_text().split())
+            except OSError as exc:
+                raise EnvBuildError(f"{args.task_file}: cannot read the task list ({exc.strerror})"
+                                    ) from None  # fmt: skip
         for tdir in task_dirs(args.tasks):
-            if args.task and tdir.id not in args.task:
+            if wanted and tdir.id not in wanted:
                 continue
             spec = tdir.load(TaskFile.ENV, EnvSpec)
             if spec is None:
@@ -275,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
                 key = env_key(pins)
                 groups.setdefault(key, []).append(tdir.id)
                 pins_of[key] = pins
+        if args.plan:
+            for key, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+                here = "here" if (args.out / key / REQUIREMENTS).is_file() else "to download"
+                print(f"{key} {len(ids)} {' '.join(pins_of[key])} ({here})")
+            return 0
         total = 0
         for key, ids in sorted(groups.items()):
             size = download(pins_of[key], args.out / key, args.python_version, host=host)

@@ -5,6 +5,7 @@ tests there, on wheels built here from tiny packages written for the test."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -230,3 +231,37 @@ def test_a_workload_is_timed_on_the_tasks_wheelhouse(tmp_path: Path) -> None:
     assert out.stdout.strip() == "1.0"
     assert on_wheelhouse(MeasureSettings(), None, tdir).python is None
     assert on_wheelhouse(MeasureSettings(), tmp_path / "elsewhere", tdir).python is None
+
+
+def test_the_plan_ranks_wheelhouses_by_the_tasks_they_let_run_and_downloads_nothing(
+    tmp_path: Path, capsys
+) -> None:
+    """2026-12-04: a carry to the GPU machine holds two wheelhouses beside the tracked tree, so
+    which two matters (flash-linear-attention before mid-2025: 67 tasks over 21 keys); `--plan`
+    ranks the keys by their tasks, says which are already downloaded, and fetches nothing."""
+    from envbuild.wheelhouse import main as wheelhouse_main
+
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    write_record(tdir.path(TaskFile.ENV), spec(tdir.id, {"tpbdep": "1.0"}))
+    other = TaskDir(tasks / f"{tdir.id}-b")
+    shutil.copytree(tdir.root, other.root)
+    third = TaskDir(tasks / f"{tdir.id}-c")
+    shutil.copytree(tdir.root, third.root)
+    write_record(third.path(TaskFile.ENV), spec(third.id, {"tpbdep": "2.0"}))
+    out = tmp_path / "wheels"
+    argv = ["--tasks", str(tasks), "--out", str(out), "--plan"]
+    assert wheelhouse_main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    one, two = env_key(["tpbdep==1.0"]), env_key(["tpbdep==2.0"])
+    assert lines == [f"{one} 2 tpbdep==1.0 (to download)", f"{two} 1 tpbdep==2.0 (to download)"]
+    assert not out.exists()
+    (out / two).mkdir(parents=True)
+    (out / two / "requirements.txt").write_text("tpbdep==2.0\n")
+    (tmp_path / "ids.txt").write_text(f"{third.id}\n")
+    assert wheelhouse_main([*argv, "--task-file", str(tmp_path / "ids.txt")]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{two} 1 tpbdep==2.0 (here)"]
+    assert wheelhouse_main([*argv, "--task-file", str(tmp_path / "none.txt")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "none.txt: cannot read the task list" in err
+    assert "\n" not in err

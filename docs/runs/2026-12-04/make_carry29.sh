@@ -22,15 +22,13 @@ python -m envbuild --tasks $work/tasks --no-lint \
 # the tasks a wheelhouse would let run, by key: never run (or failed for want of their pins),
 # not optimizations (judged on a workload), and whose PR changed a test; plan.txt lists every
 # key, most tasks first; KEYS (default: the first two) picks the call's two
-python - $work/tasks $C/plan.txt ${KEYS:-} > $C/wh.txt <<'PY'
+python - $work/tasks > $work/eligible.txt <<'PY'
 import json, sys
-from collections import defaultdict
 from pathlib import Path
 from envbuild.model import EnvSpec
 from envbuild.wheelhouse import env_key, package_pins
 from curation.taskdir import TaskFile, task_dirs
-root, plan, keys = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
-by_key: dict[tuple[str, str], list[str]] = defaultdict(list)
+root = Path(sys.argv[1])
 for td in task_dirs(root):
     d = root / td.id
     pins = package_pins(td.load(TaskFile.ENV, EnvSpec))
@@ -42,17 +40,16 @@ for td in task_dirs(root):
     if t["task_type"]["type"] == "optimization" or t["verification"]["status"] == "out_of_scope" \
             or not (patch.exists() and patch.stat().st_size):
         continue
-    by_key[(env_key(pins), " ".join(pins))].append(td.id)
-ranked = sorted(by_key.items(), key=lambda kv: -len(kv[1]))
-plan.write_text("".join(f"{k} {len(ids)} {p}\n" for (k, p), ids in ranked))
-keys = keys or [k for (k, _), _ in ranked[:2]]
-print("\n".join(i for (k, _), ids in ranked if k in keys for i in sorted(ids)))
+    print(env_key(pins), td.id)
 PY
+cut -d' ' -f2 $work/eligible.txt > $work/eligible_ids.txt
+python -m envbuild.wheelhouse --tasks $work/tasks --task-file $work/eligible_ids.txt --out $wh --plan > $C/plan.txt
 keys=${KEYS:-$(head -n 2 $C/plan.txt | cut -d' ' -f1)}
+for k in $keys; do grep "^$k " $work/eligible.txt | cut -d' ' -f2; done > $C/wh.txt
 find $T -name reference.partial.json | xargs -r -n1 dirname | xargs -r -n1 basename > $C/n0.txt
 for k in $keys; do  # a wheelhouse not downloaded yet: from one of its tasks' pins
-  [ -d $wh/$k ] || python -m envbuild.wheelhouse --tasks $work/tasks --out $wh --host envbuild/hosts/h200.txt \
-    $(for t in $(cat $C/wh.txt); do echo "--task $t"; done) | tail -n 1
+  [ -d $wh/$k ] || python -m envbuild.wheelhouse --tasks $work/tasks --task-file $C/wh.txt --out $wh \
+    --host envbuild/hosts/h200.txt | tail -n 1
   cp -r $wh/$k $C/wh/
 done
 mkdir -p $work/pack/tasks
