@@ -4,8 +4,10 @@
 # repository holds: mine and curate the three repositories again, put the released verdicts and
 # workloads back (scripts/restore_verdicts.py), merge every committed GPU call under docs/runs in
 # order (scripts/merge_device_results.py: never over a newer verdict; the partials of the last
-# call that left them), and rejudge. Measured 2026-12-04 on the 2-core CPU machine: 6 min 55 s;
-# 827 tasks, 91 verified, 14 partial references. Writes OUT/merge.log, OUT/verification_report.md.
+# call that left them; the env.json of tasks a call ran on their wheelhouse), and rejudge.
+# Measured 2026-12-04 on the 2-core CPU machine: 6 min 55 s; 827 tasks, 91 verified, 14 partial
+# references; after that day's third session: 7 min 56 s, 127 verified, 2 partial, all 827
+# verdicts identical to the working state's. Writes OUT/merge.log, OUT/verification_report.md.
 # Usage: scripts/rebuild_state.sh MIRRORS OUT
 #   MIRRORS: a folder holding the `fetch` tool's bare repositories
 #   (linkedin+Liger-Kernel/repo, fla-org+flash-linear-attention/repo, NVIDIA+Megatron-LM/repo)
