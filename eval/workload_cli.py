@@ -75,10 +75,16 @@ def plan_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> di
 
 
 def summary_table(plans: dict[str, Workload]) -> Any:
+    """Per framework: tasks, the source of each planned workload, none, cold wall time."""
     from rich.table import Table
 
+    from eval.workload_model import Source
+
     table = Table(title=f"workloads of {len(plans)} tasks")
-    for col in ("framework", "tasks", "bench script", "model cfg", "scaled call", "none", "cold"):
+    short = {Source.BENCHMARK_SCRIPT: "bench", Source.MODEL_CONFIG: "model",
+             Source.TEST_CALL: "test", Source.SCALED_TEST_CALL: "captured"}  # fmt: skip
+    columns = {str(s): short.get(s, str(s)) for s in Source}
+    for col in ("framework", "tasks", *columns.values(), "none", "cold"):
         table.add_column(col, no_wrap=col == "framework")
     by_fw: dict[str, Counter[str]] = {}
     for tid, plan in plans.items():
@@ -87,20 +93,8 @@ def summary_table(plans: dict[str, Workload]) -> Any:
         c[str(plan.calls[0].source) if plan.calls else "none"] += 1
         c["cold_wall_time"] += plan.metric == "cold_wall_time"
     for fw, c in sorted(by_fw.items()):
-        table.add_row(
-            fw,
-            *(
-                str(c[k])
-                for k in (
-                    "tasks",
-                    "benchmark_script",
-                    "model_config",
-                    "scaled_test_call",
-                    "none",
-                    "cold_wall_time",
-                )
-            ),
-        )
+        keys = ("tasks", *columns, "none", "cold_wall_time")
+        table.add_row(fw, *(str(c[k]) for k in keys))
     return table
 
 

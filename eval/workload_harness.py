@@ -70,6 +70,8 @@ class Call:
         if kind == "module":
             mod = self.target(**self.entry.get("init", {}))
             self.fn = mod.to(device) if hasattr(mod, "to") else mod
+            if self.entry.get("dtype") and hasattr(self.fn, "to"):
+                self.fn = self.fn.to(dtype=getattr(torch, self.entry["dtype"]))
         elif kind == "kernel":
             self.fn = self.target[tuple(spec.get("grid") or (1,))]
         elif self.entry.get("method"):

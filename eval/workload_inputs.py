@@ -29,6 +29,7 @@ RULES = {
     "positive": "|normal| + 0.5 (scales, variances, norms' weights that must not be 0)",
     "logsigmoid": "log-sigmoid of a normal, at least -5 (gates in log space)",
     "sigmoid": "sigmoid of a normal, in (0, 1) (betas, gates)",
+    "l2norm": "a normal scaled to unit L2 norm over the last dimension (delta-rule keys)",
     "probs": "softmax of a normal over the last dimension (routing weights, probabilities)",
     "labels": "integers in [0, high), a fraction `ignore` of them set to `ignore_index`",
     "offsets": "monotone from 0 to `total` in `segments` + 1 steps (cu_seqlens, offsets)",
@@ -121,7 +122,7 @@ def make_tensor(torch: Any, spec: Mapping[str, Any], gen: Any, device: Any) -> A
     n = 1
     for x in shape:
         n *= x
-    if rule in ("normal", "positive", "probs", "logsigmoid", "sigmoid"):
+    if rule in ("normal", "positive", "probs", "logsigmoid", "sigmoid", "l2norm"):
         work = torch.float32 if dtype.itemsize == 1 else dtype  # fp8: drawn in fp32, then cast
         x = torch.randn(shape, generator=gen, device=device, dtype=work)
         if rule == "positive":
@@ -132,6 +133,8 @@ def make_tensor(torch: Any, spec: Mapping[str, Any], gen: Any, device: Any) -> A
             x = torch.sigmoid(x.float())
         elif rule == "probs" and shape:
             x = torch.softmax(x.float(), dim=-1)
+        elif rule == "l2norm" and shape:
+            x = torch.nn.functional.normalize(x.float(), p=2.0, dim=-1)
         values = x.to(dtype)
     elif rule == "zeros":
         values = torch.zeros(shape, device=device, dtype=dtype)

@@ -26,6 +26,7 @@ class Source(StrEnum):
 
     BENCHMARK_SCRIPT = "benchmark_script"  # the repository's own benchmark of the wrapper
     MODEL_CONFIG = "model_config"  # a model configuration of the repository
+    TEST_CALL = "test_call"  # a test's own call of the wrapper (read from its source), scaled up
     SCALED_TEST_CALL = "scaled_test_call"  # the captured test launch, scaled up
 
 
@@ -63,6 +64,7 @@ class Entry:
     kind: EntryKind = EntryKind.FUNCTION
     method: str = ""  # e.g. "apply" for an autograd Function
     init: dict[str, Any] = field(default_factory=dict)  # constructor keywords (MODULE)
+    dtype: str = ""  # the dtype a MODULE is cast to once built (`.to(dtype)`, `.bfloat16()`)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,11 @@ Sources, in this order (the first that gives a call decides the sizes):
 2. `model_config`: the model configurations in the repository (hidden size, heads, head dim,
    vocabulary, experts, top-k) put into the captured launch through the kernel's scalar
    parameters of those names, then scaled along its token dimension as in 3;
-3. `scaled_test_call`: the captured launch scaled along its token dimension (the leading
+3. `test_call`: a test's own call of the wrapper, read from the test module like a benchmark
+   script (its parametrize cases are the sweep), at its largest case, scaled along its token
+   dimension (`TOKEN_DIMS`; a sequence up to `MAX_SEQ_LEN`, then the batch) until the gold's
+   estimated time reaches `MIN_GOLD_US`: wrapper-level, planned without a GPU;
+4. `scaled_test_call`: the captured launch scaled along its token dimension (the leading
    dimension of its largest tensor) until the gold's estimated time reaches `MIN_GOLD_US`.
 Sizes are labelled small, typical and large. The metric is the kernel time, or the cold wall
 time of the call sequence when the PR is about compilation, autotuning or launch overhead
@@ -22,7 +26,7 @@ import ast
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -44,11 +48,14 @@ from eval.workload_model import (
 )
 from eval.workload_registry import RegistryOp, is_registry, registry_args, registry_ops
 from eval.workload_scripts import (
+    ScriptCall,
     Unknown,
     dims_of,
     evaluate,
     find_calls,
     is_benchmark_script,
+    is_test_script,
+    module_cast,
     reaches,
 )
 
@@ -226,6 +233,39 @@ MAX_HOPS = 3  # modules between a benchmark's call and a target; the harness's l
 HOPS = {1: "one import", 2: "two imports", 3: "three imports"}
 
 
+Finder = Callable[[TargetNames, frozenset[str]], tuple[list[WorkloadCall], list[str]]]
+
+
+def _hop_search(task: Task, view: TreeView, finder: Finder) -> tuple[list[WorkloadCall], list[str]]:
+    """`finder`'s calls of the task's code: first of the target modules' names, then, hop by
+    hop (up to `MAX_HOPS`), of the modules importing the modules reached so far. Returns the
+    calls (with the hop count in the last note) or the notes of the direct search."""
+    tn = target_names(task)
+    files = task.target_files
+    reached, modules = set(files), set(tn.modules)
+    defined = defined_names(view, files)
+    imports: dict[str, set[str]] | None = None  # read at the first hop only
+    notes: list[str] = []
+    for hops in range(MAX_HOPS + 1):
+        if hops:
+            # the public op a benchmark calls may sit several modules above the kernel
+            # (flash-linear-attention's `chunk_gla` -> `chunk_gla_fwd` in gla/chunk.py ->
+            # `chunk_fwd_o` in common/chunk_o.py): each hop adds the modules importing the last
+            imports = package_imports(view, files) if imports is None else imports
+            hop = {p for p, names in imports.items() if p not in reached and names & modules}
+            if not hop:
+                break
+            reached |= hop
+            modules |= {m for f in hop if (m := module_name(f))}
+            defined |= defined_names(view, hop)
+        calls, more = finder(TargetNames(modules, tn.stems, tn.names), defined)
+        notes += more if not hops else []
+        if calls:
+            away = f" ({HOPS[hops]} away from the targets)" if hops else ""
+            return calls, [*notes[:-1], (more[-1] if more else "") + away]
+    return [], notes
+
+
 def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
     """The first benchmark script whose sweep calls the task's code, else the first op of the
     repository's op registry (eval.workload_registry) that does: one that reaches a target by
@@ -243,31 +283,18 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
         found, why = registry_ops(path, texts.get(path, ""))
         ops += found
         notes += [why] if why else []
-    tn = target_names(task)
-    files = task.target_files
-    reached, modules = set(files), set(tn.modules)
-    defined = defined_names(view, files)
-    imports: dict[str, set[str]] | None = None  # read at the first hop only
-    for hops in range(MAX_HOPS + 1):
-        if hops:
-            # the public op a benchmark calls may sit several modules above the kernel
-            # (flash-linear-attention's `chunk_gla` -> `chunk_gla_fwd` in gla/chunk.py ->
-            # `chunk_fwd_o` in common/chunk_o.py): each hop adds the modules importing the last
-            imports = package_imports(view, files) if imports is None else imports
-            hop = {p for p, names in imports.items() if p not in reached and names & modules}
-            if not hop:
-                break
-            reached |= hop
-            modules |= {m for f in hop if (m := module_name(f))}
-            defined |= defined_names(view, hop)
-        wider = TargetNames(modules, tn.stems, tn.names)
-        calls, more = _script_calls(scripts, texts, wider, defined, mode)
+
+    def finder(tn: TargetNames, defined: frozenset[str]) -> tuple[list[WorkloadCall], list[str]]:
+        calls, more = _script_calls(scripts, texts, tn, defined, mode)
         if not calls:
-            calls, reg = _registry_calls(ops, wider, defined, mode)
+            calls, reg = _registry_calls(ops, tn, defined, mode)
             more = [*more, *reg]
-        notes += more if not hops else []
-        if calls:
-            return calls, more[-1] + (f" ({HOPS[hops]} away from the targets)" if hops else "")
+        return calls, more
+
+    calls, more = _hop_search(task, view, finder)
+    if calls:
+        return calls, more[-1]
+    notes += more
     if notes:
         return [], "; ".join(notes[:3])
     return [], f"no benchmark script of {len(scripts)} calls the targets" + (
@@ -304,6 +331,23 @@ def _registry_calls(
     return [], notes
 
 
+def _evaluated(sc: ScriptCall, points: Iterable[Mapping[str, Any]], mode: Mode,
+               source: Source) -> list[WorkloadCall]:  # fmt: skip
+    """The call site at each point where it evaluates to tensors and values."""
+    calls: list[WorkloadCall] = []
+    for point in points:
+        try:
+            init, args = evaluate(sc, point)
+        except (Unknown, TypeError, ValueError, IndexError, KeyError):
+            continue
+        entry = replace(sc.entry, init=init, dtype=module_cast(sc, point))
+        if mode is not Mode.FORWARD:
+            args = [replace(a, grad=a.tensor and dtype_kind(a.dtype) == "float") for a in args]
+        calls.append(_finish(WorkloadCall(SizeLabel.TYPICAL, source, f"{sc.path}:{sc.line}",
+                                          entry, tuple(args), dims_of(point), mode)))  # fmt: skip
+    return calls
+
+
 def _script_calls(
     scripts: Sequence[str],
     texts: Mapping[str, str],
@@ -319,29 +363,7 @@ def _script_calls(
             notes.append(why)
         calls: list[WorkloadCall] = []
         for sc in found:
-            for point in sc.sweeps:
-                try:
-                    init, args = evaluate(sc, point)
-                except (Unknown, TypeError, ValueError, IndexError, KeyError):
-                    continue
-                entry = replace(sc.entry, init=init)
-                if mode is not Mode.FORWARD:
-                    args = [
-                        replace(a, grad=a.tensor and dtype_kind(a.dtype) == "float") for a in args
-                    ]
-                calls.append(
-                    _finish(
-                        WorkloadCall(
-                            SizeLabel.TYPICAL,
-                            Source.BENCHMARK_SCRIPT,
-                            f"{sc.path}:{sc.line}",
-                            entry,
-                            tuple(args),
-                            dims_of(point),
-                            mode,
-                        )
-                    )
-                )
+            calls = _evaluated(sc, sc.sweeps, mode, Source.BENCHMARK_SCRIPT)
             if calls:
                 break  # the first call site of the script that evaluates is the workload
         if calls:
@@ -349,6 +371,139 @@ def _script_calls(
         if found and not why:
             notes.append(f"{path}: its call of {found[0].imported} could not be evaluated")
     return [], notes
+
+
+# --- source 1b: the tests' own calls, scaled ---------------------------------------------------
+
+# the parameters a test sizes its token (then batch) dimension with, most specific first
+TOKEN_DIMS = ("T", "seq_len", "seqlen", "seq_length", "L", "S", "N", "BT", "num_tokens",
+              "n_tokens", "M", "B", "batch_size", "bsz", "bs", "batch")  # fmt: skip
+MAX_SCALE = 2**12
+SEQ_DIMS = {"T", "seq_len", "seqlen", "seq_length", "L", "S"}
+BATCH_DIMS = ("B", "batch_size", "bsz", "bs", "batch")
+MAX_SEQ_LEN = 16384  # a long but common context; longer workloads grow the batch instead
+
+
+class InitParams:
+    """`(module, class)` -> the positional parameter names of the class's `__init__` (without
+    `self`) in the tree, following one `from .x import Class` of a package's `__init__`."""
+
+    def __init__(self, view: TreeView) -> None:
+        self.view = view
+        self.paths = set(view.paths())
+        self.cache: dict[tuple[str, str], list[str] | None] = {}
+
+    def _file(self, module: str) -> str | None:
+        stem = module.replace(".", "/")
+        for prefix in ("", "src/"):
+            for path in (f"{prefix}{stem}.py", f"{prefix}{stem}/__init__.py"):
+                if path in self.paths:
+                    return path
+        return None
+
+    def __call__(self, module: str, name: str, depth: int = 0) -> list[str] | None:
+        key = (module, name)
+        if key not in self.cache:
+            self.cache[key] = self._find(module, name, depth)
+        return self.cache[key]
+
+    def _find(self, module: str, name: str, depth: int) -> list[str] | None:
+        path = self._file(module)
+        if path is None:
+            return None
+        try:
+            tree = ast.parse(self.view.read([path]).get(path, ""))
+        except SyntaxError:
+            return None
+        package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                        return [a.arg for a in item.args.args[1:]]
+                return []
+            if isinstance(node, ast.ImportFrom) and depth < 2:
+                for a in node.names:
+                    if (a.asname or a.name) == name:
+                        base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                        full = f"{base}.{node.module}" if node.level else node.module or ""
+                        return self(full.rstrip("."), a.name, depth + 1)
+        return None
+
+
+def test_files(task: Task, view: TreeView) -> list[str]:
+    """The repository's test modules at the base commit, the task's own tests first."""
+    own = [*task.tests.selected_existing, *task.tests.changed_in_pr]
+    own += [n.split("::", 1)[0] for n in task.tests.node_ids]
+    tests = sorted(p for p in view.paths() if is_test_script(p))
+    first = [p for p in dict.fromkeys(own) if p in set(tests)]
+    return first + [p for p in tests if p not in set(first)]
+
+
+def scaled_test_calls(sc: ScriptCall, mode: Mode) -> tuple[list[WorkloadCall], str]:
+    """The test's call at its largest evaluating case, its token dimension (`TOKEN_DIMS`)
+    multiplied by the smallest power of two whose estimate reaches `MIN_GOLD_US` (small), and
+    4x and 16x that (typical, large); or why not."""
+    cases = [(p, c) for p in sc.sweeps for c in _evaluated(sc, [p], mode, Source.TEST_CALL)]
+    if not cases:
+        return [], f"{sc.path}:{sc.line}: its call of {sc.imported} could not be evaluated"
+    point, biggest = max(cases, key=lambda pc: pc[1].bytes_moved)
+    dim = next((d for d in TOKEN_DIMS if type(point.get(d)) is int and point[d] > 0), None)
+    if dim is None:
+        return [], f"{sc.path}:{sc.line}: no token dimension among {', '.join(biggest.dims)}"
+
+    batch = next((d for d in BATCH_DIMS if type(point.get(d)) is int and point[d] > 0), None)
+
+    def at(factor: int) -> WorkloadCall | None:
+        # a sequence grows up to MAX_SEQ_LEN, the batch takes the rest (when the test has one)
+        f_seq = factor
+        if dim in SEQ_DIMS and batch is not None and batch != dim:
+            while f_seq > 1 and point[dim] * f_seq > MAX_SEQ_LEN:
+                f_seq //= 2
+        scaled = {**point, dim: point[dim] * f_seq}
+        if f_seq < factor and batch is not None:
+            scaled[batch] = point[batch] * (factor // f_seq)
+        got = _evaluated(sc, [scaled], mode, Source.TEST_CALL)
+        return got[0] if got else None
+
+    factor = 1
+    while (c := at(factor)) is not None and c.estimate_us < MIN_GOLD_US and factor < MAX_SCALE:
+        factor *= 2
+    calls = [c for f in (factor, 4 * factor, 16 * factor) if (c := at(f)) is not None]
+    calls = [c for c in calls if c.bytes_moved <= MAX_CALL_BYTES]
+    if not calls:
+        return [], f"{sc.path}:{sc.line}: {dim} x{factor} does not fit"
+    labels = LABELS[: len(calls)]
+    calls = [replace(c, label=lb) for c, lb in zip(calls, labels, strict=True)]
+    return calls, f"{sc.path}:{sc.line}: {sc.imported} at {dim}={point[dim]} x{factor}, x4, x16"
+
+
+def from_tests(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
+    """The first test (the task's own test modules first) whose parametrized call of the
+    task's code evaluates, scaled up (`scaled_test_calls`); the same hops as the benchmarks."""
+    paths = test_files(task, view)
+    if not paths:
+        return [], "no test modules in the repository"
+    texts = view.read(paths)
+    params = InitParams(view)
+
+    def finder(tn: TargetNames, defined: frozenset[str]) -> tuple[list[WorkloadCall], list[str]]:
+        notes: list[str] = []
+        for path in paths:
+            found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.stems, tn.names,
+                                    defined, test=True, init_params=params)  # fmt: skip
+            notes += [why] if why else []
+            for sc in found:
+                calls, note = scaled_test_calls(sc, mode)
+                if calls:
+                    return calls, [note]
+                notes.append(note)
+        return [], notes[:3]
+
+    calls, notes = _hop_search(task, view, finder)
+    if calls:
+        return calls, notes[-1]
+    return [], "; ".join(notes[:3]) or f"no test module of {len(paths)} calls the targets"
 
 
 # --- source 2: model configurations ------------------------------------------------------------
@@ -611,6 +766,9 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
         tried.append(f"{Source.MODEL_CONFIG}: {note}")
     elif not calls:
         tried.append(f"{Source.MODEL_CONFIG}: needs a captured launch of a target kernel")
+    if not calls:
+        calls, note = from_tests(task, view, mode)
+        tried.append(f"{Source.TEST_CALL}: {note}")
     if not calls:
         if captured is None:
             tried.append(f"{Source.SCALED_TEST_CALL}: no captured launch (no reference run)")

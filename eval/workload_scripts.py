@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,6 +47,14 @@ _CTORS = {
     "randperm",
     "tensor",
 }
+# shape-keeping functions around a constructor, and the input rule each one means
+_WRAPPERS = {"logsigmoid": "logsigmoid", "normalize": "l2norm", "sigmoid": "sigmoid"}
+_DTYPE_METHODS = {
+    "bfloat16": "bfloat16",
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+}
 _LIKE = {"randn_like", "rand_like", "zeros_like", "ones_like", "empty_like", "full_like"}
 
 
@@ -56,6 +65,14 @@ class Unknown(Exception):
 def is_benchmark_script(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return name not in _SKIP_NAMES and any(p.match(path) for p in SCRIPT_PATTERNS)
+
+
+_TEST_PATTERN = re.compile(r"^(.*/)?tests?/(.*/)?test_[^/]*\.py$")
+
+
+def is_test_script(path: str) -> bool:
+    """A pytest module of the repository (`test/.../test_*.py`, `tests/.../test_*.py`)."""
+    return bool(_TEST_PATTERN.match(path))
 
 
 @dataclass(frozen=True)
@@ -81,6 +98,7 @@ class ScriptCall:
     init: dict[str, ast.expr]
     sweeps: list[dict[str, Any]]  # one environment per sweep point
     imported: str  # the imported name the call reaches
+    cast: tuple[ast.expr, ...] = ()  # MODULE: what it may be cast to once built (`_cast_of`)
 
 
 def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
@@ -118,7 +136,33 @@ def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
             return -v
         if isinstance(node.op, ast.UAdd):
             return v
+        if isinstance(node.op, ast.Not):
+            return not v
         raise Unknown("unary")
+    if isinstance(node, ast.BoolOp):
+        values = [_literal(v, env) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        a, b = _literal(node.left, env), _literal(node.comparators[0], env)
+        compare: dict[type, Any] = {
+            ast.Eq: lambda: a == b,
+            ast.NotEq: lambda: a != b,
+            ast.Lt: lambda: a < b,
+            ast.LtE: lambda: a <= b,
+            ast.Gt: lambda: a > b,
+            ast.GtE: lambda: a >= b,
+            ast.Is: lambda: a is b,
+            ast.IsNot: lambda: a is not b,
+            ast.In: lambda: a in b,
+            ast.NotIn: lambda: a not in b,
+        }
+        op = compare.get(type(node.ops[0]))
+        if op is None:
+            raise Unknown("comparison")
+        try:
+            return op()
+        except TypeError:
+            raise Unknown("comparison") from None
     if isinstance(node, ast.BinOp):
         a, b = _literal(node.left, env), _literal(node.right, env)
         ops: dict[type, Any] = {
@@ -154,7 +198,14 @@ def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
         return container[_literal(key, env)]
     if isinstance(node, ast.Call):
         fname = _dotted(node.func)
-        args = [_literal(a, env) for a in node.args]
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(_literal(a.value, env))
+            else:
+                args.append(_literal(a, env))
+        if fname in ("pytest.param", "param"):
+            return tuple(args)  # a parametrize case: its values (ids and marks left out)
         if fname == "range":
             return list(range(*args))
         builtin: dict[str, Any] = {
@@ -270,6 +321,61 @@ def _points(
     return out
 
 
+# a test's reference implementation, imported beside the kernel's wrapper: not the workload
+_REFERENCE = re.compile(r"(^|_)(ref|naive|torch|reference)(_|$)|Ref$|^(Torch|Naive)[A-Z]", re.I)
+MAX_TEST_POINTS = 4096  # parametrize combinations evaluated per test function
+
+
+def module_env(tree: ast.Module) -> dict[str, Any]:
+    """The module-level names a test's parametrize lists use (`test_t_list = [64, 300]`), in
+    source order; both branches of an `if` are read and the later assignment wins (the
+    branch after `else` is usually the full test, the one before it a reduced one)."""
+    env: dict[str, Any] = {}
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                with contextlib.suppress(Unknown, TypeError, ValueError, IndexError, KeyError):
+                    _bind(node.targets[0], _literal(node.value, env), env)
+            elif isinstance(node, ast.If | ast.Try | ast.With):
+                walk(node.body)
+                walk(getattr(node, "orelse", []))
+
+    walk(tree.body)
+    return env
+
+
+def parametrized(fn: ast.FunctionDef, env: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the function's `@pytest.mark.parametrize` cases, each an
+    environment over `env` (at most `MAX_TEST_POINTS`; a decorator whose cases cannot be
+    evaluated is left out, so its parameter keeps `env`'s value or stays unknown)."""
+    axes: list[list[dict[str, Any]]] = []
+    for dec in fn.decorator_list:
+        if not (isinstance(dec, ast.Call) and _dotted(dec.func).endswith("parametrize")):
+            continue
+        if len(dec.args) < 2:
+            continue
+        try:
+            names = _literal(dec.args[0], env)
+            cases = _literal(dec.args[1], env)
+        except (Unknown, TypeError, ValueError, IndexError, KeyError):
+            continue
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        axis = []
+        for case in cases:
+            values = list(case) if len(names) > 1 else [case]
+            if len(values) == len(names):
+                axis.append(dict(zip(names, values, strict=True)))
+        if axis:
+            axes.append(axis)
+    points: list[dict[str, Any]] = [dict(env)]
+    for axis in axes:
+        points = [{**p, **case} for p in points for case in axis][:MAX_TEST_POINTS]
+    for p in points:
+        p["__x_names__"] = tuple(k for axis in axes for k in axis[0])
+    return points
+
+
 # --- finding the call --------------------------------------------------------------------------
 
 
@@ -312,6 +418,16 @@ def reaches(
     return name in names or module in modules or module.rsplit(".", 1)[-1] in stems or above
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> ast.Module | SyntaxError:
+    """A script's tree (read-only), parsed once: the planner's hops and the tasks of one
+    repository read the same test modules again and again."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as exc:
+        return exc
+
+
 def find_calls(
     path: str,
     text: str,
@@ -319,22 +435,32 @@ def find_calls(
     stems: set[str],
     names: set[str],
     defined: frozenset[str] = frozenset(),
+    test: bool = False,
+    init_params: Callable[[str, str], Sequence[str] | None] | None = None,
 ) -> tuple[list[ScriptCall], str]:
-    """The script's calls of the task's code, or why there are none."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:
-        return [], f"{path}:{exc.lineno}: does not parse"
+    """The script's calls of the task's code, or why there are none. A benchmark script
+    declares one sweep for the whole module; a `test` module's sweep is per test function,
+    its parametrize cases (`parametrized`). `init_params(module, class)`: the names of the
+    class's constructor parameters, for a construction with positional arguments."""
+    tree = _parsed(text)
+    if isinstance(tree, SyntaxError):
+        return [], f"{path}:{tree.lineno}: does not parse"
     reach = relevance(tree, modules, stems, names, defined)
     if not reach:
         return [], ""
-    sweeps = _sweeps(tree)
-    if not sweeps:
+    sweeps = [] if test else _sweeps(tree)
+    if not sweeps and not test:
         return [], f"{path}: imports {', '.join(sorted(reach))} but declares no sweep"
+    env = module_env(tree) if test else {}
     calls: list[ScriptCall] = []
     for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+        if test:
+            if not fn.name.startswith("test"):
+                continue
+            sweeps = parametrized(fn, env)
         aliases: dict[str, str] = {}  # local variable -> the reached import it names
         objects: dict[str, tuple[str, ast.Call]] = {}  # obj = Reached(**init)
+        casts: dict[str, tuple[ast.expr, ...]] = {}  # obj = Reached(...).to(dtype)
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 t, v = node.targets[0], node.value
@@ -350,6 +476,7 @@ def find_calls(
                     cls = inner.func.id
                     if cls[:1].isupper():
                         objects[t.id] = (cls, inner)
+                        casts[t.id] = _cast_of(v)
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call):
                 continue
@@ -362,21 +489,53 @@ def find_calls(
                 kind = EntryKind.MODULE
                 init = {k.arg: k.value for k in ctor.keywords if k.arg}
                 if ctor.args:
-                    continue  # positional constructor arguments: names unknown
+                    params = init_params(*reach[local]) if init_params else None
+                    starred = any(isinstance(a, ast.Starred) for a in ctor.args)
+                    if params is None or starred or len(ctor.args) > len(params):
+                        continue  # positional constructor arguments: names unknown
+                    init = {**dict(zip(params, ctor.args, strict=False)), **init}
             elif isinstance(func, ast.Name):
                 local = aliases.get(func.id, func.id)
                 if local[:1].isupper():
                     continue  # a class being constructed, not called
             elif isinstance(func, ast.Attribute) and func.attr == "apply":
                 local, method = _dotted(func.value), "apply"
-            if local not in reach:
+            if local not in reach or (test and _REFERENCE.search(reach[local][1])):
                 continue
             module, name = reach[local]
             entry = Entry(module, name, kind, method)
-            calls.append(ScriptCall(path, node.lineno, entry, fn, node, init, sweeps, local))
+            cast = casts.get(func.id, ()) if isinstance(func, ast.Name) else ()
+            calls.append(ScriptCall(path, node.lineno, entry, fn, node, init, sweeps, local, cast))
     if not calls:
         return [], f"{path}: imports {', '.join(sorted(reach))} but never calls it"
     return calls, ""
+
+
+def _cast_of(node: ast.expr) -> tuple[ast.expr, ...]:
+    """What a chain such as `Cls(...).to(dtype).to(device)` or `Cls(...).bfloat16()` may cast
+    to, outermost first: the arguments of its `.to(...)` calls (evaluated later; a device is
+    passed over then) and its dtype methods."""
+    out: list[ast.expr] = []
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        attr = node.func.attr
+        if attr in _DTYPE_METHODS:
+            out.append(ast.Constant(f"torch.{_DTYPE_METHODS[attr]}"))
+        elif attr == "to":
+            out += [k.value for k in node.keywords if k.arg == "dtype"] + list(node.args[:1])
+        node = node.func.value
+    return tuple(out)
+
+
+def module_cast(sc: ScriptCall, point: Mapping[str, Any]) -> str:
+    """The dtype name a MODULE entry is cast to at `point` ("" when none)."""
+    if not sc.cast:
+        return ""
+    env = _replay(sc.function, point, sc.line)
+    for node in sc.cast:
+        value = _maybe(node, env)
+        if isinstance(value, str) and value.startswith("torch."):
+            return _dtype_name(value)
+    return ""
 
 
 def _strip_methods(node: ast.expr) -> ast.expr:
@@ -396,6 +555,7 @@ def _strip_methods(node: ast.expr) -> ast.expr:
             "clamp_min",
             "clamp",
             "detach",
+            "clone",
             "t",
         )
     ):
@@ -406,29 +566,66 @@ def _strip_methods(node: ast.expr) -> ast.expr:
 # --- evaluating the call at one sweep point ----------------------------------------------------
 
 
+_DTYPE_ALIASES = {"long": "int64", "int": "int32", "float": "float32", "half": "float16",
+                  "double": "float64", "short": "int16", "cfloat": "complex64"}  # fmt: skip
+
+
 def _dtype_name(v: Any) -> str:
-    return str(v).removeprefix("torch.") if v is not None else "float32"
+    name = str(v).removeprefix("torch.") if v is not None else "float32"
+    return _DTYPE_ALIASES.get(name, name)
 
 
 def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
-    """The tensor an expression builds (`torch.randn(M, N, dtype=...)` and friends)."""
+    """The tensor an expression builds (`torch.randn(M, N, dtype=...)` and friends), or keeps:
+    `-a`, `g / 4`, `x * y` of one shape, `F.normalize(a)` of a tensor built before."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return _tensor(node.operand, env)
+    if isinstance(node, ast.BinOp):
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            try:
+                value = _tensor(side, env)
+            except Unknown:
+                continue
+            scalar = _maybe(other, env)
+            if isinstance(scalar, int | float) and not isinstance(scalar, bool):
+                return value
+            with contextlib.suppress(Unknown):
+                if _tensor(other, env).shape == value.shape:
+                    return value
+        raise Unknown("an operation on tensors")
     grad = False
     squeeze: list[int] = []
+    dtype_method = ""  # `.bfloat16()` and friends at the end of the chain
+    sigmoid = False
     outer = node
     while (
         isinstance(outer, ast.Call)
         and isinstance(outer.func, ast.Attribute)
         and _dotted(outer.func.value) not in ("torch", "F", "torch.nn.functional")
     ):
-        if outer.func.attr == "requires_grad_":
+        attr = outer.func.attr
+        if attr == "requires_grad_":
             grad = True
-        if outer.func.attr == "squeeze" and outer.args:
+        if attr == "squeeze" and outer.args:
             squeeze.append(_literal(outer.args[0], env))
+        if attr in _DTYPE_METHODS and not dtype_method:
+            dtype_method = _DTYPE_METHODS[attr]
+        if attr == "to" and outer.args and not dtype_method:  # `.to(dtype)`, `.to(device)`
+            to = _maybe(outer.args[0], env)
+            dtype_method = _dtype_name(to) if isinstance(to, str) and "." in to else ""
+        sigmoid = sigmoid or attr == "sigmoid"
         outer = outer.func.value
-    logsig = False
-    if isinstance(outer, ast.Call) and _dotted(outer.func).endswith("logsigmoid") and outer.args:
-        logsig = True
-        outer = _strip_methods(outer.args[0])
+    if isinstance(outer, ast.Name) and isinstance(env.get(outer.id), TensorValue):
+        known: TensorValue = env[outer.id]  # `q.clone()`, `x.detach().requires_grad_()`
+        return replace(known, grad=known.grad or grad,
+                       dtype=dtype_method or known.dtype)  # fmt: skip
+    wrap = ""  # a shape-keeping function around the constructor decides the input rule
+    if isinstance(outer, ast.Call) and outer.args:
+        wrap = next((r for f, r in _WRAPPERS.items() if _dotted(outer.func).endswith(f)), "")
+        if wrap:
+            outer = _strip_methods(outer.args[0])
+            if isinstance(outer, ast.Name) and isinstance(env.get(outer.id), TensorValue):
+                return replace(env[outer.id], rule=wrap, grad=env[outer.id].grad or grad)
     if not isinstance(outer, ast.Call):
         raise Unknown("not a constructor")
     fname = _dotted(outer.func)
@@ -478,8 +675,12 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
     for d in squeeze:
         if -len(shape) <= d < len(shape) and shape[d] == 1:
             del shape[d]
-    if logsig:
-        rule = "logsigmoid"
+    if wrap:
+        rule = wrap
+    elif sigmoid and rule == "normal":
+        rule = "sigmoid"
+    if dtype_method:
+        dtype = dtype_method
     return TensorValue(tuple(shape), _dtype_name(dtype), rule, params, grad)
 
 
@@ -492,30 +693,48 @@ def _maybe(node: ast.expr, env: Mapping[str, Any]) -> Any:
 
 def _replay(fn: ast.FunctionDef, point: Mapping[str, Any], stop: int) -> dict[str, Any]:
     """The function's environment at line `stop`: parameters from the sweep point, then each
-    assignment before that line that can be evaluated (in source order; branches included)."""
+    assignment before that line that can be evaluated, in source order. An `if` whose test
+    evaluates takes its branch; one whose test does not reads both (the later one wins)."""
     env: dict[str, Any] = dict(point)
     for a in fn.args.args:
         if a.arg in point:
             env[a.arg] = point[a.arg]
-    assigns = sorted(
-        (n for n in ast.walk(fn) if isinstance(n, ast.Assign | ast.AnnAssign)),
-        key=lambda n: n.lineno,
-    )
-    for node in assigns:
-        if node.lineno >= stop:
-            break
+
+    def assign(node: ast.Assign | ast.AnnAssign) -> None:
         target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-        value = node.value
-        if value is None:
-            continue
+        if node.value is None:
+            return
         try:
             try:
-                v: Any = _tensor(value, env)
+                v: Any = _tensor(node.value, env)
             except Unknown:
-                v = _literal(value, env)
+                v = _literal(node.value, env)
             _bind(target, v, env)
         except (Unknown, TypeError, ValueError, IndexError, KeyError):
-            continue
+            pass
+
+    def walk(body: list[ast.stmt]) -> bool:
+        """False once `stop` is reached."""
+        for node in body:
+            if node.lineno >= stop:
+                return False
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                assign(node)
+            elif isinstance(node, ast.If):
+                try:
+                    taken = [node.body if _literal(node.test, env) else node.orelse]
+                except (Unknown, TypeError, ValueError, IndexError, KeyError):
+                    taken = [node.body, node.orelse]
+                for branch in taken:
+                    if not walk(branch):
+                        return False
+            elif isinstance(node, ast.For | ast.While | ast.With | ast.Try):
+                for branch in (node.body, getattr(node, "orelse", [])):
+                    if not walk(branch):
+                        return False
+        return True
+
+    walk(fn.body)
     return env
 
 

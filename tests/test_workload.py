@@ -339,6 +339,175 @@ def test_a_workload_from_the_ops_registry_that_replaced_the_scripts(tmp_path: Pa
     assert "post_init" in plan.tried[0]
 
 
+# --- source 1b: the tests' own calls, scaled (2026-12-05) --------------------------------------
+
+# flash-linear-attention style: module-level case lists (a reduced set under an `if`), stacked
+# parametrize decorators and `pytest.param` cases, a layout chosen by a parameter, keys
+# normalized, a reference implementation imported from the target module beside the wrapper
+TEST_STYLE = """import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from pkg.ops.rowscale import rowscale, rowscale_ref
+
+if os.getenv("SMALL_TESTS") == "1":
+    test_t_list = [16]
+else:
+    test_t_list = [63, 300]
+
+
+@pytest.mark.parametrize("B", [2])
+@pytest.mark.parametrize("T", test_t_list)
+@pytest.mark.parametrize(("D", "dtype"), [pytest.param(*case, id="D{}".format(case[0]))
+                                          for case in [(32, torch.float32), (128, torch.bfloat16)]])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_rowscale(B, T, D, dtype, transposed):
+    if transposed:
+        x = torch.randn(D, B * T, dtype=dtype)
+    else:
+        x = torch.randn(B * T, D, dtype=dtype)
+    w = F.normalize(torch.randn(D, dtype=torch.float32), p=2, dim=-1).to(dtype)
+    x = x.to("cuda").requires_grad_(True)
+    ref = rowscale_ref(x.clone(), w)
+    tri = rowscale(x.clone(), w)
+    torch.testing.assert_close(ref, tri)
+"""
+
+
+def test_workload_from_the_tests_own_call_scaled_up(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, {
+        "pkg/ops/rowscale.py": ROWSCALE + "\n\ndef rowscale_ref(x, w):\n    return x * w\n",
+        "tests/test_rowscale.py": TEST_STYLE,
+    })  # fmt: skip
+    assert [c.source for c in plan.calls] == [Source.TEST_CALL] * 3, plan.tried
+    small, typical, large = plan.calls
+    # the wrapper, not the reference beside it; the largest case (B=2, T=300, D=128, bf16,
+    # and of the two layouts the branch its parameter takes) scaled along T by powers of two
+    assert small.entry == Entry("pkg.ops.rowscale", "rowscale", EntryKind.FUNCTION)
+    line = TEST_STYLE.splitlines().index("    tri = rowscale(x.clone(), w)") + 1
+    assert small.evidence == f"tests/test_rowscale.py:{line}"
+    x, w = small.args
+    assert x.dtype == "bfloat16" and w.dtype == "bfloat16" and w.rule == "l2norm"
+    assert small.dims["D"] == 128
+    # T grows by powers of two up to MAX_SEQ_LEN (16384), the batch takes the rest
+    b, t = small.dims["B"], small.dims["T"]
+    assert t == 300 * 32 and b % 2 == 0 and math.log2(b // 2).is_integer()
+    assert x.shape in ((b * t, 128), (128, b * t))
+    assert small.estimate_us >= 100
+    from eval.workload_plan import estimate
+
+    half = (replace(x, shape=(b * t // 2, 128)), w)
+    assert estimate(half, small.mode)[1] < 100  # the smallest power of two that reaches it
+    assert [c.dims["B"] for c in plan.calls] == [b, 4 * b, 16 * b]
+    assert typical.label is SizeLabel.TYPICAL and large.label is SizeLabel.LARGE
+    assert "T=300" in plan.tried[-1] or any("T=300" in n for n in plan.tried)
+
+
+def test_a_test_call_grows_the_batch_past_a_long_sequence(tmp_path: Path) -> None:
+    from eval.workload_plan import MAX_SEQ_LEN
+
+    test = TEST_STYLE.replace("test_t_list = [63, 300]", "test_t_list = [8192]")
+    test = test.replace('"B", [2]', '"B", [1]')
+    plan = _plan(tmp_path, {
+        "pkg/ops/rowscale.py": ROWSCALE + "\n\ndef rowscale_ref(x, w):\n    return x * w\n",
+        "tests/test_rowscale.py": test,
+    })  # fmt: skip
+    assert plan.calls, plan.tried
+    dims = [(c.dims["B"], c.dims["T"]) for c in plan.calls]
+    assert all(t <= MAX_SEQ_LEN for _, t in dims)
+    assert dims[-1] == (dims[0][0] * 16, MAX_SEQ_LEN)  # the batch took what the sequence could not
+
+
+MODULE_TEST = """import pytest
+import torch
+
+from pkg.ops import RowScale
+
+
+@pytest.mark.parametrize("N", [4096])
+@pytest.mark.parametrize("D", [256])
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_module(N, D, dtype):
+    layer = RowScale(D, 0.5).to(dtype).to("cuda")
+    x = torch.randn(N, D, dtype=dtype)
+    y = layer(x)
+"""
+
+MODULE_CLASS = """from pkg.ops.rowscale import rowscale
+
+
+class RowScale:
+    def __init__(self, hidden_size, scale=1.0, bias=False):
+        self.hidden_size = hidden_size
+
+    def __call__(self, x):
+        return rowscale(x, x[0])
+"""
+
+
+def test_a_test_module_built_with_positional_arguments_gets_their_names(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, {
+        "pkg/ops/layer.py": MODULE_CLASS,
+        "pkg/ops/__init__.py": "from .layer import RowScale\n",
+        "tests/test_module.py": MODULE_TEST,
+    })  # fmt: skip
+    assert plan.calls, plan.tried
+    entry = plan.calls[0].entry
+    assert (entry.module, entry.name, entry.kind) == ("pkg.ops", "RowScale", EntryKind.MODULE)
+    assert entry.init == {"hidden_size": 256, "scale": 0.5}
+    assert entry.dtype == "bfloat16"  # `.to(dtype)`, not the `.to("cuda")` after it
+    assert plan.calls[0].dims["N"] % 4096 == 0 and plan.calls[0].args[0].shape[1] == 256
+
+
+def test_a_test_that_calls_only_the_reference_gives_no_test_call(tmp_path: Path) -> None:
+    test = TEST_STYLE.replace("    tri = rowscale(x.clone(), w)\n", "")
+    plan = _plan(tmp_path, {
+        "pkg/ops/rowscale.py": ROWSCALE + "\n\ndef rowscale_ref(x, w):\n    return x * w\n",
+        "tests/test_rowscale.py": test,
+    })  # fmt: skip
+    assert plan.calls == ()
+    assert any(n.startswith("test_call:") and "never calls" in n for n in plan.tried)
+
+
+def test_a_test_reads_tensors_kept_through_operations_and_layouts() -> None:
+    from eval.workload_scripts import evaluate, find_calls
+
+    test = """import pytest
+import torch
+import torch.nn.functional as F
+from pkg.ops.dplr import dplr
+
+
+@pytest.mark.parametrize("B, T, H, D", [(2, 64, 4, 32)])
+@pytest.mark.parametrize("head_first", [True])
+@pytest.mark.parametrize("gate_logit_normalizer", [4])
+def test_dplr(B, T, H, D, head_first, gate_logit_normalizer):
+    if head_first:
+        a = torch.rand(B, H, T, D, dtype=torch.bfloat16)
+        gk = torch.randn(B, H, T, D)
+    else:
+        a = torch.rand(B, T, H, D, dtype=torch.bfloat16)
+        gk = torch.randn(B, T, H, D)
+    a = F.normalize(a, p=2, dim=-1)
+    b = -a
+    gk = F.logsigmoid(gk) / gate_logit_normalizer
+    w = gk.clamp_(-64).requires_grad_(True)
+    h0 = torch.randn(B, H, D, D).half()
+    out = dplr(a.clone(), b.clone(), w, initial_state=h0.clone(), head_first=head_first)
+"""
+    calls, why = find_calls("tests/test_dplr.py", test, {"pkg.ops.dplr"}, set(), set(), test=True)
+    assert why == "" and len(calls) == 1
+    _, args = evaluate(calls[0], calls[0].sweeps[0])
+    a, b, w, h0, head_first = args
+    assert a.shape == b.shape == w.shape == (2, 4, 64, 32)  # the branch `head_first` takes
+    assert (a.rule, b.rule, w.rule) == ("l2norm", "l2norm", "logsigmoid")
+    assert a.dtype == "bfloat16" and w.dtype == "float32" and w.grad
+    assert h0.keyword and h0.shape == (2, 4, 32, 32) and h0.dtype == "float16"
+    assert head_first.value is True and not head_first.tensor
+
+
 def test_a_dict_with_an_unpacked_dict_keeps_its_items() -> None:
     # `default_shapes={**_layer_shapes, 'big': {...}}`: the unpacked items were dropped silently
     import ast
@@ -1106,3 +1275,28 @@ def test_memcheck_on_the_gpu(tmp_path: Path) -> None:
     settings = MeasureSettings(rounds=1, trusted_unsandboxed=True, timeout_s=300, memcheck=True)
     result = measure_task(task, tdir, SourceStore(GitRepo(repo.path)), tmp_path / "s", settings)
     assert result.memcheck == "clean on small", result.memcheck
+
+
+def test_the_harness_builds_a_module_entry_with_its_keywords_and_casts_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from eval import workload_harness, workload_inputs
+
+    (tmp_path / "tinymods.py").write_text(
+        "import torch\n\n\nclass Scale(torch.nn.Module):\n"
+        "    def __init__(self, hidden_size, scale=1.0):\n        super().__init__()\n"
+        "        self.w = torch.nn.Parameter(torch.full((hidden_size,), scale))\n\n"
+        "    def forward(self, x):\n        return x * self.w\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    x = ArgSpec("x", True, (4, 8), "bfloat16")
+    entry = Entry("tinymods", "Scale", EntryKind.MODULE, init={"hidden_size": 8, "scale": 2.0},
+                  dtype="bfloat16")  # fmt: skip
+    call = WorkloadCall(SizeLabel.SMALL, Source.TEST_CALL, "tests/t.py:1", entry, (x,), {},
+                        Mode.FORWARD)  # fmt: skip
+    from core.records import to_json
+
+    built = workload_harness.Call(torch, workload_inputs, to_json(call), 7, "cpu", 1)
+    assert built.fn.w.dtype == torch.bfloat16 and float(built.fn.w.detach()[0]) == 2.0
+    out = built()
+    assert out.dtype == torch.bfloat16 and out.shape == (4, 8)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Prepared 2026-12-05 (a session with no device) for the next GPU session: the five Liger-Kernel
+# optimization tasks of make_carry31.sh (`lig_opt.txt`: DyT #1208, cross entropy #1266, #1267,
+# #1268, #1362), never run on the H200. An optimization is verified only with both halves:
+#   ref  its tests' reference (selection with the launch capture, 3 base + 3 gold runs), five
+#        side by side on the host's packages: busy, so it may share a call with other
+#        references (e.g. beside call29.sh's, with JOBS lowered by five);
+#   wl   its workload (the tests' own call scaled up, `test_call`: base and gold, two rounds,
+#        alternating, on a quiet GPU): alone, about 90 s a task.
+# Then `eval rejudge` on the merged state decides (the optimization gate: gold >= 1.10x base
+# with the spreads apart). Expected from the PRs: #1266's gold needs a Triton newer than 3.6
+# (inline exp2, issue 10), #1267's change is gated to Blackwell (gold = base on an H200): both
+# should stay unverified with their reason; #1208 (autotuned DyT), #1268, #1362 are open.
+# Carry: .whl .carry/deb .carry/g
+# Usage: call31.sh ref|wl [END seconds, default 540]
+. scripts/device_env.sh
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
+C=.carry/g; mkdir -p /tmp/cg && tar -xzf $C/tasks.tgz -C /tmp/cg && T=/tmp/cg/tasks
+touch -d '1 minute ago' $O/machine.txt
+S=$(date +%s); MODE=${1:?usage: call31.sh ref|wl [END]}; END=${2:-540}
+case $MODE in
+  ref) timeout -k 60 -s INT $END python3 -m eval reference --tasks $T --task-file $C/lig_opt.txt \
+         --repo-path liger-kernel=$C/lig.git --select-per-test 1 --max-node-ids 3 --select-timeout 180 \
+         --timeout 300 --runs 3 --deadline $(( END - 240 )) --jobs 5 --out /tmp/rg --scratch /tmp/sg \
+         --triton-cache /tmp/tcg > $O/lig_ref.log 2>&1 ;;
+  wl) timeout -k 30 -s INT $END python3 -m eval workload --tasks $T --task-file $C/lig_opt.txt \
+        --repo-path liger-kernel=$C/lig.git --rounds 2 --timeout 150 --deadline $(( END - 150 )) \
+        --memcheck --out /tmp/wg --scratch /tmp/swg --triton-cache /tmp/twg > $O/lig_wl.log 2>&1 ;;
+  *) echo "usage: call31.sh ref|wl [END]" >&2; exit 2 ;;
+esac
+echo "$MODE rc $? after $(( $(date +%s) - S )) s"
+mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
+( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name 'workload*.json' -o -name '*.autotune.json' \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
+tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
+grep -v "━" /tmp/pack/lig_*.log | tail -n 25 | cut -c1-200
