@@ -23,6 +23,7 @@ time of the call sequence when the PR is about compilation, autotuning or launch
 from __future__ import annotations
 
 import ast
+import hashlib
 import logging
 import math
 import re
@@ -211,11 +212,26 @@ def package_imports(view: TreeView, files: Set[str]) -> dict[str, set[str]]:
                   and "/test" not in f"/{p}"]  # fmt: skip
     out: dict[str, set[str]] = {}
     for path, text in view.read(candidates).items():
+        names = _imported(path.rsplit("/", 1)[0].replace("/", "."), text)
+        if names is not None:
+            out[path] = set(names)
+    return out
+
+
+# (package, digest of a module's text) -> what it imports: most modules are the same text at
+# the base commits of a repository's tasks, and parsing them is most of a plan's time
+_IMPORTED: dict[tuple[str, bytes], frozenset[str] | None] = {}
+
+
+def _imported(package: str, text: str) -> frozenset[str] | None:
+    """The modules and `module.name`s a module of `package` imports (None: it does not parse)."""
+    key = (package, hashlib.blake2b(text.encode(), digest_size=16).digest())
+    if key not in _IMPORTED:
         try:
             tree = ast.parse(text)
         except SyntaxError:
-            continue
-        package = path.rsplit("/", 1)[0].replace("/", ".")
+            _IMPORTED[key] = None
+            return None
         names: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
@@ -224,8 +240,8 @@ def package_imports(view: TreeView, files: Set[str]) -> dict[str, set[str]]:
                 names |= {full, *(f"{full}.{a.name}" for a in node.names)}
             elif isinstance(node, ast.Import):
                 names |= {a.name for a in node.names}
-        out[path] = names
-    return out
+        _IMPORTED[key] = frozenset(names)
+    return _IMPORTED[key]
 
 
 MAX_HOPS = 3  # modules between a benchmark's call and a target; the harness's launch log

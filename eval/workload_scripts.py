@@ -418,7 +418,7 @@ def reaches(
     return name in names or module in modules or module.rsplit(".", 1)[-1] in stems or above
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=512)
 def _parsed(text: str) -> ast.Module | SyntaxError:
     """A script's tree (read-only), parsed once: the planner's hops and the tasks of one
     repository read the same test modules again and again."""
