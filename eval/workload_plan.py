@@ -456,14 +456,44 @@ def test_files(task: Task, view: TreeView) -> list[str]:
     return first + [p for p in tests if p not in set(first)]
 
 
-def scaled_test_calls(sc: ScriptCall, mode: Mode) -> tuple[list[WorkloadCall], str]:
-    """The test's call at its largest evaluating case, its token dimension (`TOKEN_DIMS`)
+# a test's parameters named like a model's width, and the model key each one takes
+WIDTH_DIMS = {"V": "vocab_size", "vocab_size": "vocab_size", "n_vocab": "vocab_size",
+              "hidden_size": "hidden_size", "hidden_dim": "hidden_size",
+              "d_model": "hidden_size"}  # fmt: skip
+
+
+def model_widths(
+    point: Mapping[str, Any], configs: Sequence[tuple[str, dict[str, int]]]
+) -> tuple[dict[str, Any], str]:
+    """`point` with its vocabulary and hidden-size parameters (`WIDTH_DIMS`) at the median
+    model configuration of the repository that has them (by hidden size), and the evidence;
+    `point` unchanged and "" when it has none or no configuration fits. Heads and head
+    dimensions keep the test's values: their one-letter names mean other things in tests."""
+    named = {d: k for d, k in WIDTH_DIMS.items() if type(point.get(d)) is int}
+    usable = [(ev, c) for ev, c in configs if all(k in c for k in named.values())]
+    if not named or not usable:
+        return dict(point), ""
+    ev, cfg = sorted(usable, key=lambda ec: ec[1]["hidden_size"])[len(usable) // 2]
+    widened = {**point, **{d: cfg[k] for d, k in named.items()}}
+    return widened, ", ".join(f"{d}={cfg[k]}" for d, k in named.items()) + f" from {ev}"
+
+
+def scaled_test_calls(
+    sc: ScriptCall, mode: Mode, configs: Sequence[tuple[str, dict[str, int]]] = ()
+) -> tuple[list[WorkloadCall], str]:
+    """The test's call at its largest evaluating case, its widths at a model configuration's
+    (`model_widths`, when the call evaluates so), its token dimension (`TOKEN_DIMS`)
     multiplied by the smallest power of two whose estimate reaches `MIN_GOLD_US` (small), and
     4x and 16x that (typical, large); or why not."""
     cases = [(p, c) for p in sc.sweeps for c in _evaluated(sc, [p], mode, Source.TEST_CALL)]
     if not cases:
         return [], f"{sc.path}:{sc.line}: its call of {sc.imported} could not be evaluated"
     point, biggest = max(cases, key=lambda pc: pc[1].bytes_moved)
+    widened, widths = model_widths(point, configs)
+    if widths and _evaluated(sc, [widened], mode, Source.TEST_CALL):
+        point = widened
+    else:
+        widths = ""
     dim = next((d for d in TOKEN_DIMS if type(point.get(d)) is int and point[d] > 0), None)
     if dim is None:
         return [], f"{sc.path}:{sc.line}: no token dimension among {', '.join(biggest.dims)}"
@@ -491,7 +521,8 @@ def scaled_test_calls(sc: ScriptCall, mode: Mode) -> tuple[list[WorkloadCall], s
         return [], f"{sc.path}:{sc.line}: {dim} x{factor} does not fit"
     labels = LABELS[: len(calls)]
     calls = [replace(c, label=lb) for c, lb in zip(calls, labels, strict=True)]
-    return calls, f"{sc.path}:{sc.line}: {sc.imported} at {dim}={point[dim]} x{factor}, x4, x16"
+    at_size = f"{sc.imported} at {dim}={point[dim]} x{factor}, x4, x16"
+    return calls, f"{sc.path}:{sc.line}: {at_size}" + (f" ({widths})" if widths else "")
 
 
 def from_tests(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
@@ -502,6 +533,7 @@ def from_tests(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCal
         return [], "no test modules in the repository"
     texts = view.read(paths)
     params = InitParams(view)
+    configs = model_configs(view)
 
     def finder(tn: TargetNames, defined: frozenset[str]) -> tuple[list[WorkloadCall], list[str]]:
         notes: list[str] = []
@@ -510,7 +542,7 @@ def from_tests(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCal
                                     defined, test=True, init_params=params)  # fmt: skip
             notes += [why] if why else []
             for sc in found:
-                calls, note = scaled_test_calls(sc, mode)
+                calls, note = scaled_test_calls(sc, mode, configs)
                 if calls:
                     return calls, [note]
                 notes.append(note)

@@ -112,12 +112,7 @@ def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
             return {"True": True, "False": False, "None": None}[node.id]
         raise Unknown(node.id)
     if isinstance(node, ast.Tuple | ast.List):
-        items: list[Any] = []
-        for e in node.elts:
-            if isinstance(e, ast.Starred):
-                items.extend(_literal(e.value, env))
-            else:
-                items.append(_literal(e, env))
+        items = _items(node.elts, env)
         return tuple(items) if isinstance(node, ast.Tuple) else items
     if isinstance(node, ast.Dict):
         out: dict[Any, Any] = {}
@@ -198,12 +193,7 @@ def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
         return container[_literal(key, env)]
     if isinstance(node, ast.Call):
         fname = _dotted(node.func)
-        args: list[Any] = []
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                args.extend(_literal(a.value, env))
-            else:
-                args.append(_literal(a, env))
+        args = _items(node.args, env)
         if fname in ("pytest.param", "param"):
             return tuple(args)  # a parametrize case: its values (ids and marks left out)
         if fname == "range":
@@ -225,6 +215,17 @@ def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.ListComp) and len(node.generators) >= 1:
         return _comprehension(node, env)
     raise Unknown(type(node).__name__)
+
+
+def _items(nodes: list[ast.expr], env: Mapping[str, Any]) -> list[Any]:
+    """The values of a list of elements or arguments, `*starred` ones unpacked."""
+    items: list[Any] = []
+    for e in nodes:
+        if isinstance(e, ast.Starred):
+            items.extend(_literal(e.value, env))
+        else:
+            items.append(_literal(e, env))
+    return items
 
 
 def _comprehension(node: ast.ListComp, env: Mapping[str, Any]) -> list[Any]:

@@ -420,6 +420,28 @@ def test_a_test_call_grows_the_batch_past_a_long_sequence(tmp_path: Path) -> Non
     assert dims[-1] == (dims[0][0] * 16, MAX_SEQ_LEN)  # the batch took what the sequence could not
 
 
+def test_a_test_calls_vocabulary_takes_a_model_configurations(tmp_path: Path) -> None:
+    # Liger-Kernel's cross-entropy tests run V=512; its benchmark model configurations say
+    # what a vocabulary is (Llama 3: 128256): the workload takes the median model's
+    test = """import pytest
+import torch
+from pkg.ops.rowscale import rowscale
+
+
+@pytest.mark.parametrize("B, T, V", [(2, 128, 512), (3, 47, 31)])
+def test_ce(B, T, V):
+    x = torch.randn(B * T, V)
+    w = torch.randn(V)
+    y = rowscale(x, w)
+"""
+    plan = _plan(tmp_path, {"pkg/configuration_tiny.py": CONFIGS, "tests/test_ce.py": test})
+    assert [c.source for c in plan.calls] == [Source.TEST_CALL] * 3, plan.tried
+    small = plan.calls[0]
+    assert small.dims["V"] == 32000 and small.args[0].shape[1] == 32000
+    assert small.args[1].shape == (32000,) and small.estimate_us >= 100
+    assert any("V=32000 from pkg/configuration_tiny.py" in t for t in plan.tried)
+
+
 MODULE_TEST = """import pytest
 import torch
 
