@@ -442,6 +442,27 @@ def test_ce(B, T, V):
     assert any("V=32000 from pkg/configuration_tiny.py" in t for t in plan.tried)
 
 
+def test_a_test_call_starts_from_its_largest_round_case() -> None:
+    from eval.workload_plan import scaled_test_calls
+    from eval.workload_scripts import find_calls
+
+    test = """import pytest
+import torch
+from pkg.ops.rowscale import rowscale
+
+
+@pytest.mark.parametrize("T", [64, 100])
+@pytest.mark.parametrize("D", [128, 256, 300])
+def test_rows(T, D):
+    y = rowscale(torch.randn(T, D), torch.randn(D))
+"""
+    (sc,), _ = find_calls("tests/t.py", test, {"pkg.ops.rowscale"}, set(), set(), test=True)
+    calls, note = scaled_test_calls(sc, Mode.FORWARD)
+    # D=300 moves the most bytes, but a model's width is round: D=256; T=100 is the token
+    # dimension, which scales, so its oddness does not count
+    assert calls[0].dims["D"] == 256 and calls[0].dims["T"] % 100 == 0, note
+
+
 MODULE_TEST = """import pytest
 import torch
 
