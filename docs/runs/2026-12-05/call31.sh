@@ -7,29 +7,36 @@
 #        references (e.g. beside call29.sh's, with JOBS lowered by five);
 #   wl   its workload (the tests' own call scaled up, `test_call`: base and gold, two rounds,
 #        alternating, on a quiet GPU): alone, about 90 s a task.
+#   flaref, flawl  the same for the six flash-linear-attention tasks of `fla_opt.txt` (#581,
+#        #769, #961, #1105 and two direct commits, merged from mid-2025 on, workloads from their
+#        tests' calls): their references are FLA-slow (cold compiles, 200-400 s), their
+#        workload processes get 240 s each (chunked ops compile and autotune at three sizes).
 # Then `eval rejudge` on the merged state decides (the optimization gate: gold >= 1.10x base
 # with the spreads apart). Expected from the PRs: #1266's gold needs a Triton newer than 3.6
 # (inline exp2, issue 10), #1267's change is gated to Blackwell (gold = base on an H200): both
 # should stay unverified with their reason; #1208 (autotuned DyT), #1268, #1362 are open.
 # Carry: .whl .carry/deb .carry/g
-# Usage: call31.sh ref|wl [END seconds, default 540]
+# Usage: call31.sh ref|wl|flaref|flawl [END seconds, default 540]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=.carry/g; mkdir -p /tmp/cg && tar -xzf $C/tasks.tgz -C /tmp/cg && T=/tmp/cg/tasks
 touch -d '1 minute ago' $O/machine.txt
-S=$(date +%s); MODE=${1:?usage: call31.sh ref|wl [END]}; END=${2:-540}
+S=$(date +%s); MODE=${1:?usage: call31.sh ref|wl|flaref|flawl [END]}; END=${2:-540}
+R="--repo-path liger-kernel=$C/lig.git --repo-path flash-linear-attention=$C/fla.git"
 case $MODE in
-  ref) timeout -k 60 -s INT $END python3 -m eval reference --tasks $T --task-file $C/lig_opt.txt \
-         --repo-path liger-kernel=$C/lig.git --select-per-test 1 --max-node-ids 3 --select-timeout 180 \
-         --timeout 300 --runs 3 --deadline $(( END - 240 )) --jobs 5 --out /tmp/rg --scratch /tmp/sg \
-         --triton-cache /tmp/tcg > $O/lig_ref.log 2>&1 ;;
-  wl) timeout -k 30 -s INT $END python3 -m eval workload --tasks $T --task-file $C/lig_opt.txt \
-        --repo-path liger-kernel=$C/lig.git --rounds 2 --timeout 150 --deadline $(( END - 150 )) \
-        --memcheck --out /tmp/wg --scratch /tmp/swg --triton-cache /tmp/twg > $O/lig_wl.log 2>&1 ;;
-  *) echo "usage: call31.sh ref|wl [END]" >&2; exit 2 ;;
+  ref|flaref) L=$C/lig_opt.txt; J=5; [ $MODE = flaref ] && { L=$C/fla_opt.txt; J=6; }
+       timeout -k 60 -s INT $END python3 -m eval reference --tasks $T --task-file $L $R \
+         --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 420 --runs 3 \
+         --deadline $(( END - 240 )) --jobs $J --out /tmp/rg --scratch /tmp/sg \
+         --triton-cache /tmp/tcg > $O/${MODE}.log 2>&1 ;;
+  wl|flawl) L=$C/lig_opt.txt; P=150; [ $MODE = flawl ] && { L=$C/fla_opt.txt; P=240; }
+       timeout -k 30 -s INT $END python3 -m eval workload --tasks $T --task-file $L $R \
+         --rounds 2 --timeout $P --deadline $(( END - P )) --memcheck --out /tmp/wg \
+         --scratch /tmp/swg --triton-cache /tmp/twg > $O/${MODE}.log 2>&1 ;;
+  *) echo "usage: call31.sh ref|wl|flaref|flawl [END]" >&2; exit 2 ;;
 esac
 echo "$MODE rc $? after $(( $(date +%s) - S )) s"
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name 'workload*.json' -o -name '*.autotune.json' \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
-grep -v "━" /tmp/pack/lig_*.log | tail -n 25 | cut -c1-200
+grep -v "━" /tmp/pack/$MODE.log | tail -n 25 | cut -c1-200

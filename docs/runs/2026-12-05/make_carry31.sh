@@ -5,9 +5,11 @@
 # pinned at the host's major version, 5; other pins equal): DyT #1208 and the cross-entropy
 # tasks of 2026 (#1266, #1267, #1268, #1362), whose workloads come from their tests' own calls
 # since that day (`test_call`), and #1006 (a benchmark script). Older ones (#673 DyT on
-# transformers 4.51.3, #653, #831, #219-#406) need their wheelhouses. Writes lig_opt.txt,
-# tasks.tgz (their directories with env.json and a fresh workload.json) and lig.git (the slim
-# bundle of their trees).
+# transformers 4.51.3, #653, #831, #219-#406) need their wheelhouses. Also `fla_opt.txt`:
+# the flash-linear-attention optimization tasks never run, merged from mid-2025 on, whose
+# workload is a test call (#581, #769, #961, #1105 and two direct commits). Writes the two
+# lists, tasks.tgz (their directories with env.json and a fresh workload.json), lig.git and
+# fla.git (the slim bundles of their trees).
 # Usage (repository root, venv active): docs/runs/2026-12-05/make_carry31.sh STATE MIRRORS
 set -euo pipefail
 state=${1:?usage: make_carry31.sh STATE MIRRORS}; mirrors=${2:?usage: make_carry31.sh STATE MIRRORS}
@@ -39,10 +41,41 @@ for td in task_dirs(root):
         print(td.id)
 PY
 [ -s $C/lig_opt.txt ] || { echo "error: no Liger-Kernel optimization task left to run" >&2; exit 1; }
+# flash-linear-attention: its optimization tasks never run whose workload comes from a test
+# call, merged from mid-2025 on (older ones fail `import fla` on transformers 5: `bitnet`)
+F=$mirrors/fla-org+flash-linear-attention/repo
+python - $T > $C/fla_opt.txt <<'PY'
+import json, sys
+from pathlib import Path
+for d in sorted(Path(sys.argv[1]).glob("flash-linear-attention__*")):
+    t = json.loads((d / "task.json").read_text())
+    if t["task_type"]["type"] != "optimization" or t["verification"]["status"] == "out_of_scope":
+        continue
+    if (t["merged_at"] or "") < "2025-07" or any((d / f).exists() for f in (
+            "reference.json", "reference.partial.json", "workload_result.json")):
+        continue
+    print(d.name)
+PY
+mkdir -p $work/fla && for t in $(cat $C/fla_opt.txt); do cp -r $T/$t $work/fla/; done
+python -m envbuild --tasks $work/fla --no-lint --repo-path flash-linear-attention=$F > $work/envf.log
+python -m eval workload --plan-only --force --tasks $work/fla --repo-path flash-linear-attention=$F \
+  --out $work/planf | tail -n 3
+python - $work/fla > $work/fla_tc.txt <<'PY'
+import json, sys
+from pathlib import Path
+for d in sorted(Path(sys.argv[1]).iterdir()):
+    w = d / "workload.json"
+    if w.exists() and any(c["source"] == "test_call" for c in json.loads(w.read_text())["calls"]):
+        print(d.name)
+PY
+mv $work/fla_tc.txt $C/fla_opt.txt
+python -m eval bundle --tasks $work/fla --task-file $C/fla_opt.txt --repo-path flash-linear-attention=$F \
+  --out $C/fla.git --path fla --path tests --path benchmarks | tail -n 1
 python -m eval workload --plan-only --force --tasks $work/tasks --task-file $C/lig_opt.txt \
   --repo-path liger-kernel=$R --out $work/plan | tail -n 3
 python -m eval bundle --tasks $work/tasks --task-file $C/lig_opt.txt --repo-path liger-kernel=$R \
   --out $C/lig.git --path src --path test --path benchmark | tail -n 1
 mkdir -p $work/sel/tasks && for t in $(cat $C/lig_opt.txt); do cp -r $work/tasks/$t $work/sel/tasks/; done
+for t in $(cat $C/fla_opt.txt); do cp -r $work/fla/$t $work/sel/tasks/; done
 tar -C $work/sel -czf $C/tasks.tgz tasks
-echo "$(wc -l < $C/lig_opt.txt) tasks; $(du -sh $C | cut -f1) in $C"
+echo "$(wc -l < $C/lig_opt.txt) + $(wc -l < $C/fla_opt.txt) tasks; $(du -sh $C | cut -f1) in $C"
