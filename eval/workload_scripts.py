@@ -48,7 +48,16 @@ _CTORS = {
     "tensor",
 }
 # shape-keeping functions around a constructor, and the input rule each one means
-_WRAPPERS = {"logsigmoid": "logsigmoid", "normalize": "l2norm", "sigmoid": "sigmoid"}
+_WRAPPERS = {
+    "logsigmoid": "logsigmoid",
+    "normalize": "l2norm",
+    "sigmoid": "sigmoid",
+    "softmax": "probs",
+    "exp": "positive",
+    "abs": "positive",
+}
+# the same as methods at the end of a constructor's chain (`torch.rand(...).sigmoid()`)
+_METHOD_RULES = {"sigmoid": "sigmoid", "softmax": "probs", "exp": "positive", "abs": "positive"}
 _DTYPE_METHODS = {
     "bfloat16": "bfloat16",
     "half": "float16",
@@ -597,7 +606,7 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
     grad = False
     squeeze: list[int] = []
     dtype_method = ""  # `.bfloat16()` and friends at the end of the chain
-    sigmoid = False
+    method_rule = ""  # the outermost rule-giving method of the chain
     outer = node
     while (
         isinstance(outer, ast.Call)
@@ -614,15 +623,15 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
         if attr == "to" and outer.args and not dtype_method:  # `.to(dtype)`, `.to(device)`
             to = _maybe(outer.args[0], env)
             dtype_method = _dtype_name(to) if isinstance(to, str) and "." in to else ""
-        sigmoid = sigmoid or attr == "sigmoid"
+        method_rule = method_rule or _METHOD_RULES.get(attr.rstrip("_"), "")
         outer = outer.func.value
     if isinstance(outer, ast.Name) and isinstance(env.get(outer.id), TensorValue):
         known: TensorValue = env[outer.id]  # `q.clone()`, `x.detach().requires_grad_()`
-        return replace(known, grad=known.grad or grad,
-                       dtype=dtype_method or known.dtype)  # fmt: skip
+        return replace(known, grad=known.grad or grad, dtype=dtype_method or known.dtype,
+                       rule=method_rule or known.rule)  # fmt: skip
     wrap = ""  # a shape-keeping function around the constructor decides the input rule
     if isinstance(outer, ast.Call) and outer.args:
-        wrap = next((r for f, r in _WRAPPERS.items() if _dotted(outer.func).endswith(f)), "")
+        wrap = _WRAPPERS.get(_dotted(outer.func).rsplit(".", 1)[-1], "")
         if wrap:
             outer = _strip_methods(outer.args[0])
             if isinstance(outer, ast.Name) and isinstance(env.get(outer.id), TensorValue):
@@ -678,8 +687,8 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
             del shape[d]
     if wrap:
         rule = wrap
-    elif sigmoid and rule == "normal":
-        rule = "sigmoid"
+    elif method_rule and rule == "normal":
+        rule = method_rule
     if dtype_method:
         dtype = dtype_method
     return TensorValue(tuple(shape), _dtype_name(dtype), rule, params, grad)

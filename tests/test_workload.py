@@ -551,6 +551,33 @@ def test_dplr(B, T, H, D, head_first, gate_logit_normalizer):
     assert head_first.value is True and not head_first.tensor
 
 
+def test_the_input_rule_follows_what_the_test_does_to_a_tensor() -> None:
+    from eval.workload_scripts import evaluate, find_calls
+
+    test = """import pytest
+import torch
+import torch.nn.functional as F
+from pkg.ops.gates import gates
+
+
+@pytest.mark.parametrize("T", [64])
+def test_gates(T):
+    beta = torch.rand(T, 4).sigmoid()
+    dt = torch.exp(torch.randn(T, 4))
+    a = torch.randn(T, 4)
+    a = a.abs()
+    p = torch.randn(T, 4).softmax(-1)
+    lp = F.logsigmoid(torch.randn(T, 4))
+    x = torch.randn(T, 4)
+    y = gates(beta, dt, a, p, lp, x)
+"""
+    calls, why = find_calls("tests/test_gates.py", test, {"pkg.ops.gates"}, set(), set(), test=True)
+    assert why == ""
+    _, args = evaluate(calls[0], calls[0].sweeps[0])
+    assert [a.rule for a in args] == ["sigmoid", "positive", "positive", "probs", "logsigmoid",
+                                      "normal"]  # fmt: skip
+
+
 def test_a_dict_with_an_unpacked_dict_keeps_its_items() -> None:
     # `default_shapes={**_layer_shapes, 'big': {...}}`: the unpacked items were dropped silently
     import ast
