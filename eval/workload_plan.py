@@ -478,6 +478,15 @@ def model_widths(
     return widened, ", ".join(f"{d}={cfg[k]}" for d, k in named.items()) + f" from {ev}"
 
 
+def _unevaluated(sc: ScriptCall) -> str:
+    """What stops the call at its first case (the evaluator's word for it), for the log."""
+    try:
+        evaluate(sc, sc.sweeps[0] if sc.sweeps else {})
+    except (Unknown, TypeError, ValueError, IndexError, KeyError) as exc:
+        return f"{type(exc).__name__}: {exc}"[:80]
+    return ""
+
+
 def _round(point: Mapping[str, Any]) -> bool:
     """Whether every size of a test case but its token and batch dimensions is a power of two
     or a multiple of 64."""
@@ -495,7 +504,8 @@ def scaled_test_calls(
     4x and 16x that (typical, large); or why not."""
     cases = [(p, c) for p in sc.sweeps for c in _evaluated(sc, [p], mode, Source.TEST_CALL)]
     if not cases:
-        return [], f"{sc.path}:{sc.line}: its call of {sc.imported} could not be evaluated"
+        return [], f"{sc.path}:{sc.line}: its call of {sc.imported} could not be evaluated" + (
+            f" ({why})" if (why := _unevaluated(sc)) else "")  # fmt: skip
     # tests mix round sizes with odd ones that exercise masking (D=100, 300): a model's are
     # round, so the largest case among the round ones when there are any
     round_cases = [pc for pc in cases if _round(pc[0])] or cases

@@ -143,6 +143,8 @@ def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
         if isinstance(node.op, ast.Not):
             return not v
         raise Unknown("unary")
+    if isinstance(node, ast.IfExp):
+        return _literal(node.body if _literal(node.test, env) else node.orelse, env)
     if isinstance(node, ast.BoolOp):
         values = [_literal(v, env) for v in node.values]
         return all(values) if isinstance(node.op, ast.And) else any(values)
@@ -588,6 +590,8 @@ def _dtype_name(v: Any) -> str:
 def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
     """The tensor an expression builds (`torch.randn(M, N, dtype=...)` and friends), or keeps:
     `-a`, `g / 4`, `x * y` of one shape, `F.normalize(a)` of a tensor built before."""
+    if isinstance(node, ast.IfExp):  # `torch.randn(D) if bias else None`
+        return _tensor(node.body if _literal(node.test, env) else node.orelse, env)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         return _tensor(node.operand, env)
     if isinstance(node, ast.BinOp):

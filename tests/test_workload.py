@@ -568,14 +568,16 @@ def test_gates(T):
     a = a.abs()
     p = torch.randn(T, 4).softmax(-1)
     lp = F.logsigmoid(torch.randn(T, 4))
-    x = torch.randn(T, 4)
-    y = gates(beta, dt, a, p, lp, x)
+    x = torch.randn(T, 4) if T > 32 else None
+    bias = torch.randn(4) if T < 32 else None
+    y = gates(beta, dt, a, p, lp, x, bias=bias)
 """
     calls, why = find_calls("tests/test_gates.py", test, {"pkg.ops.gates"}, set(), set(), test=True)
     assert why == ""
     _, args = evaluate(calls[0], calls[0].sweeps[0])
-    assert [a.rule for a in args] == ["sigmoid", "positive", "positive", "probs", "logsigmoid",
-                                      "normal"]  # fmt: skip
+    assert [a.rule for a in args[:-1]] == ["sigmoid", "positive", "positive", "probs",
+                                           "logsigmoid", "normal"]  # fmt: skip
+    assert args[-1].keyword and not args[-1].tensor and args[-1].value is None  # the `else`
 
 
 def test_a_dict_with_an_unpacked_dict_keeps_its_items() -> None:
