@@ -496,6 +496,16 @@ def find_calls(
             local = method = ""
             init: dict[str, ast.expr] = {}
             kind = EntryKind.FUNCTION
+            inline = _strip_methods(func) if isinstance(func, ast.Call) else None
+            if (  # `Cls(...)(args)`: built and called in one expression
+                isinstance(inline, ast.Call)
+                and isinstance(inline.func, ast.Name)
+                and inline.func.id in reach
+                and inline.func.id[:1].isupper()
+            ):
+                objects[f"<inline:{node.lineno}>"] = (inline.func.id, inline)
+                casts[f"<inline:{node.lineno}>"] = _cast_of(func)
+                func = ast.Name(f"<inline:{node.lineno}>")
             if isinstance(func, ast.Name) and func.id in objects:
                 local, ctor = objects[func.id]
                 kind = EntryKind.MODULE

@@ -504,6 +504,22 @@ def test_a_test_module_built_with_positional_arguments_gets_their_names(tmp_path
     assert plan.calls[0].dims["N"] % 4096 == 0 and plan.calls[0].args[0].shape[1] == 256
 
 
+def test_a_module_built_and_called_in_one_expression(tmp_path: Path) -> None:
+    # flash-linear-attention's `FusedLinearCrossEntropyLoss()(x, target, weight, bias)`
+    test = MODULE_TEST.replace('    layer = RowScale(D, 0.5).to(dtype).to("cuda")\n', "").replace(
+        "    y = layer(x)", "    y = RowScale(D, 0.5).to(dtype)(x)"
+    )
+    plan = _plan(tmp_path, {
+        "pkg/ops/layer.py": MODULE_CLASS,
+        "pkg/ops/__init__.py": "from .layer import RowScale\n",
+        "tests/test_module.py": test,
+    })  # fmt: skip
+    assert plan.calls, plan.tried
+    entry = plan.calls[0].entry
+    assert (entry.name, entry.kind, entry.dtype) == ("RowScale", EntryKind.MODULE, "bfloat16")
+    assert entry.init == {"hidden_size": 256, "scale": 0.5}
+
+
 def test_a_test_that_calls_only_the_reference_gives_no_test_call(tmp_path: Path) -> None:
     test = TEST_STYLE.replace("    tri = rowscale(x.clone(), w)\n", "")
     plan = _plan(tmp_path, {
