@@ -490,25 +490,17 @@ class RowScale:
 """
 
 
-def test_a_test_module_built_with_positional_arguments_gets_their_names(tmp_path: Path) -> None:
-    plan = _plan(tmp_path, {
-        "pkg/ops/layer.py": MODULE_CLASS,
-        "pkg/ops/__init__.py": "from .layer import RowScale\n",
-        "tests/test_module.py": MODULE_TEST,
-    })  # fmt: skip
-    assert plan.calls, plan.tried
-    entry = plan.calls[0].entry
-    assert (entry.module, entry.name, entry.kind) == ("pkg.ops", "RowScale", EntryKind.MODULE)
-    assert entry.init == {"hidden_size": 256, "scale": 0.5}
-    assert entry.dtype == "bfloat16"  # `.to(dtype)`, not the `.to("cuda")` after it
-    assert plan.calls[0].dims["N"] % 4096 == 0 and plan.calls[0].args[0].shape[1] == 256
+INLINE_CALL = MODULE_TEST.replace(
+    '    layer = RowScale(D, 0.5).to(dtype).to("cuda")\n', ""
+).replace("    y = layer(x)", "    y = RowScale(D, 0.5).to(dtype)(x)")
 
 
-def test_a_module_built_and_called_in_one_expression(tmp_path: Path) -> None:
-    # flash-linear-attention's `FusedLinearCrossEntropyLoss()(x, target, weight, bias)`
-    test = MODULE_TEST.replace('    layer = RowScale(D, 0.5).to(dtype).to("cuda")\n', "").replace(
-        "    y = layer(x)", "    y = RowScale(D, 0.5).to(dtype)(x)"
-    )
+# built, cast, then called; or built and called in one expression (flash-linear-attention's
+# `FusedLinearCrossEntropyLoss()(x, target, weight, bias)`)
+@pytest.mark.parametrize("test", [MODULE_TEST, INLINE_CALL], ids=["built-then-called", "inline"])
+def test_a_test_module_built_with_positional_arguments_gets_their_names(
+    tmp_path: Path, test: str
+) -> None:
     plan = _plan(tmp_path, {
         "pkg/ops/layer.py": MODULE_CLASS,
         "pkg/ops/__init__.py": "from .layer import RowScale\n",
@@ -516,8 +508,10 @@ def test_a_module_built_and_called_in_one_expression(tmp_path: Path) -> None:
     })  # fmt: skip
     assert plan.calls, plan.tried
     entry = plan.calls[0].entry
-    assert (entry.name, entry.kind, entry.dtype) == ("RowScale", EntryKind.MODULE, "bfloat16")
+    assert (entry.module, entry.name, entry.kind) == ("pkg.ops", "RowScale", EntryKind.MODULE)
     assert entry.init == {"hidden_size": 256, "scale": 0.5}
+    assert entry.dtype == "bfloat16"  # `.to(dtype)`, not the `.to("cuda")` after it
+    assert plan.calls[0].dims["N"] % 4096 == 0 and plan.calls[0].args[0].shape[1] == 256
 
 
 def test_a_test_that_calls_only_the_reference_gives_no_test_call(tmp_path: Path) -> None:
