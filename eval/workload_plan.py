@@ -218,6 +218,12 @@ def package_imports(view: TreeView, files: Set[str]) -> dict[str, set[str]]:
     return out
 
 
+def _absolute(package: str, node: ast.ImportFrom) -> str:
+    """The module a `from ... import` in a module of `package` names, relative ones resolved."""
+    base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+    return ".".join(x for x in (base, node.module or "") if x)
+
+
 # (package, digest of a module's text) -> what it imports: most modules are the same text at
 # the base commits of a repository's tasks, and parsing them is most of a plan's time
 _IMPORTED: dict[tuple[str, bytes], frozenset[str] | None] = {}
@@ -235,8 +241,7 @@ def _imported(package: str, text: str) -> frozenset[str] | None:
         names: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-                full = ".".join(x for x in (base, node.module or "") if x)
+                full = _absolute(package, node)
                 names |= {full, *(f"{full}.{a.name}" for a in node.names)}
             elif isinstance(node, ast.Import):
                 names |= {a.name for a in node.names}
@@ -255,7 +260,7 @@ Finder = Callable[[TargetNames, frozenset[str]], tuple[list[WorkloadCall], list[
 def _hop_search(task: Task, view: TreeView, finder: Finder) -> tuple[list[WorkloadCall], list[str]]:
     """`finder`'s calls of the task's code: first of the target modules' names, then, hop by
     hop (up to `MAX_HOPS`), of the modules importing the modules reached so far. Returns the
-    calls (with the hop count in the last note) or the notes of the direct search."""
+    calls with the finder's last note (and the hop count), or the notes of the direct search."""
     tn = target_names(task)
     files = task.target_files
     reached, modules = set(files), set(tn.modules)
@@ -275,10 +280,10 @@ def _hop_search(task: Task, view: TreeView, finder: Finder) -> tuple[list[Worklo
             modules |= {m for f in hop if (m := module_name(f))}
             defined |= defined_names(view, hop)
         calls, more = finder(TargetNames(modules, tn.stems, tn.names), defined)
-        notes += more if not hops else []
         if calls:
             away = f" ({HOPS[hops]} away from the targets)" if hops else ""
-            return calls, [*notes[:-1], (more[-1] if more else "") + away]
+            return calls, [(more[-1] if more else "") + away]
+        notes += more if not hops else []
     return [], notes
 
 
@@ -309,7 +314,7 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
 
     calls, more = _hop_search(task, view, finder)
     if calls:
-        return calls, more[-1]
+        return calls, more[0]
     notes += more
     if notes:
         return [], "; ".join(notes[:3])
@@ -441,9 +446,7 @@ class InitParams:
             if isinstance(node, ast.ImportFrom) and depth < 2:
                 for a in node.names:
                     if (a.asname or a.name) == name:
-                        base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                        full = f"{base}.{node.module}" if node.level else node.module or ""
-                        return self(full.rstrip("."), a.name, depth + 1)
+                        return self(_absolute(package, node), a.name, depth + 1)
         return None
 
 
@@ -453,7 +456,8 @@ def test_files(task: Task, view: TreeView) -> list[str]:
     own += [n.split("::", 1)[0] for n in task.tests.node_ids]
     tests = sorted(p for p in view.paths() if is_test_script(p))
     first = [p for p in dict.fromkeys(own) if p in set(tests)]
-    return first + [p for p in tests if p not in set(first)]
+    rest = set(tests) - set(first)
+    return first + [p for p in tests if p in rest]
 
 
 # a test's parameters named like a model's width, and the model key each one takes
@@ -533,15 +537,9 @@ def scaled_test_calls(
         got = _evaluated(sc, [scaled], mode, Source.TEST_CALL)
         return got[0] if got else None
 
-    factor = 1
-    while (c := at(factor)) is not None and c.estimate_us < MIN_GOLD_US and factor < MAX_SCALE:
-        factor *= 2
-    calls = [c for f in (factor, 4 * factor, 16 * factor) if (c := at(f)) is not None]
-    calls = [c for c in calls if c.bytes_moved <= MAX_CALL_BYTES]
+    calls, factor = _sized(at, MAX_SCALE)
     if not calls:
         return [], f"{sc.path}:{sc.line}: {dim} x{factor} does not fit"
-    labels = LABELS[: len(calls)]
-    calls = [replace(c, label=lb) for c, lb in zip(calls, labels, strict=True)]
     at_size = f"{sc.imported} at {dim}={point[dim]} x{factor}, x4, x16"
     return calls, f"{sc.path}:{sc.line}: {at_size}" + (f" ({widths})" if widths else "")
 
@@ -571,7 +569,7 @@ def from_tests(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCal
 
     calls, notes = _hop_search(task, view, finder)
     if calls:
-        return calls, notes[-1]
+        return calls, notes[0]
     return [], "; ".join(notes[:3]) or f"no test module of {len(paths)} calls the targets"
 
 
@@ -779,13 +777,20 @@ def scaled_calls(
             )
         )
 
+    return _sized(at, 2**20)[0]
+
+
+def _sized(at: Callable[[int], WorkloadCall | None], limit: int) -> tuple[list[WorkloadCall], int]:
+    """`at(factor)` at the smallest power-of-two factor (at most `limit`) whose estimate reaches
+    `MIN_GOLD_US` (small), and at 4x and 16x it (typical, large): those that evaluate and fit
+    `MAX_CALL_BYTES`, labelled in that order; and the factor."""
     factor = 1
-    while at(factor).estimate_us < MIN_GOLD_US and factor < 2**20:
+    while (first := at(factor)) is not None and first.estimate_us < MIN_GOLD_US and factor < limit:
         factor *= 2
-    calls = [at(f) for f in (factor, 4 * factor, 16 * factor)]
+    calls = [c for c in (first, at(4 * factor), at(16 * factor)) if c is not None]
     calls = [c for c in calls if c.bytes_moved <= MAX_CALL_BYTES]
     labels = LABELS[: len(calls)]
-    return [replace(c, label=lb) for c, lb in zip(calls, labels, strict=True)]
+    return [replace(c, label=lb) for c, lb in zip(calls, labels, strict=True)], factor
 
 
 def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:

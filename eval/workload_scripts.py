@@ -58,12 +58,8 @@ _WRAPPERS = {
 }
 # the same as methods at the end of a constructor's chain (`torch.rand(...).sigmoid()`)
 _METHOD_RULES = {"sigmoid": "sigmoid", "softmax": "probs", "exp": "positive", "abs": "positive"}
-_DTYPE_METHODS = {
-    "bfloat16": "bfloat16",
-    "half": "float16",
-    "float": "float32",
-    "double": "float64",
-}
+# tensor and module methods that cast to the dtype of their name (`_dtype_name` spells it)
+_DTYPE_METHODS = {"bfloat16", "half", "float", "double"}
 _LIKE = {"randn_like", "rand_like", "zeros_like", "ones_like", "empty_like", "full_like"}
 
 
@@ -496,18 +492,20 @@ def find_calls(
             local = method = ""
             init: dict[str, ast.expr] = {}
             kind = EntryKind.FUNCTION
+            built: tuple[str, ast.Call] | None = None  # the module the call calls, if any
+            cast: tuple[ast.expr, ...] = ()
             inline = _strip_methods(func) if isinstance(func, ast.Call) else None
-            if (  # `Cls(...)(args)`: built and called in one expression
+            if isinstance(func, ast.Name) and func.id in objects:
+                built, cast = objects[func.id], casts[func.id]
+            elif (  # `Cls(...)(args)`: built and called in one expression
                 isinstance(inline, ast.Call)
                 and isinstance(inline.func, ast.Name)
                 and inline.func.id in reach
                 and inline.func.id[:1].isupper()
             ):
-                objects[f"<inline:{node.lineno}>"] = (inline.func.id, inline)
-                casts[f"<inline:{node.lineno}>"] = _cast_of(func)
-                func = ast.Name(f"<inline:{node.lineno}>")
-            if isinstance(func, ast.Name) and func.id in objects:
-                local, ctor = objects[func.id]
+                built, cast = (inline.func.id, inline), _cast_of(func)
+            if built is not None:
+                local, ctor = built
                 kind = EntryKind.MODULE
                 init = {k.arg: k.value for k in ctor.keywords if k.arg}
                 if ctor.args:
@@ -526,7 +524,6 @@ def find_calls(
                 continue
             module, name = reach[local]
             entry = Entry(module, name, kind, method)
-            cast = casts.get(func.id, ()) if isinstance(func, ast.Name) else ()
             calls.append(ScriptCall(path, node.lineno, entry, fn, node, init, sweeps, local, cast))
     if not calls:
         return [], f"{path}: imports {', '.join(sorted(reach))} but never calls it"
@@ -541,7 +538,7 @@ def _cast_of(node: ast.expr) -> tuple[ast.expr, ...]:
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         attr = node.func.attr
         if attr in _DTYPE_METHODS:
-            out.append(ast.Constant(f"torch.{_DTYPE_METHODS[attr]}"))
+            out.append(ast.Constant(f"torch.{attr}"))
         elif attr == "to":
             out += [k.value for k in node.keywords if k.arg == "dtype"] + list(node.args[:1])
         node = node.func.value
@@ -633,7 +630,7 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
         if attr == "squeeze" and outer.args:
             squeeze.append(_literal(outer.args[0], env))
         if attr in _DTYPE_METHODS and not dtype_method:
-            dtype_method = _DTYPE_METHODS[attr]
+            dtype_method = _dtype_name(attr)
         if attr == "to" and outer.args and not dtype_method:  # `.to(dtype)`, `.to(device)`
             to = _maybe(outer.args[0], env)
             dtype_method = _dtype_name(to) if isinstance(to, str) and "." in to else ""
