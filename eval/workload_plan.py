@@ -56,7 +56,6 @@ from eval.workload_scripts import (
     find_calls,
     is_benchmark_script,
     is_test_script,
-    module_cast,
     reaches,
 )
 
@@ -358,10 +357,10 @@ def _evaluated(sc: ScriptCall, points: Iterable[Mapping[str, Any]], mode: Mode,
     calls: list[WorkloadCall] = []
     for point in points:
         try:
-            init, args = evaluate(sc, point)
+            init, args, cast = evaluate(sc, point)
         except (Unknown, TypeError, ValueError, IndexError, KeyError):
             continue
-        entry = replace(sc.entry, init=init, dtype=module_cast(sc, point))
+        entry = replace(sc.entry, init=init, dtype=cast)
         if mode is not Mode.FORWARD:
             args = [replace(a, grad=a.tensor and dtype_kind(a.dtype) == "float") for a in args]
         calls.append(_finish(WorkloadCall(SizeLabel.TYPICAL, source, f"{sc.path}:{sc.line}",

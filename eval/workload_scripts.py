@@ -330,7 +330,9 @@ def _points(
 
 
 # a test's reference implementation, imported beside the kernel's wrapper: not the workload
-_REFERENCE = re.compile(r"(^|_)(ref|naive|torch|reference)(_|$)|Ref$|^(Torch|Naive)[A-Z]", re.I)
+# a reference implementation's name: `rowscale_ref`, `naive_x`, `torch_x` in any case, and the
+# CamelCase `RowScaleRef` / `TorchRowScale` only so spelled (not `deref`, `torchx`)
+_REFERENCE = re.compile(r"(?i:(^|_)(ref|naive|torch|reference)(_|$))|Ref$|^(Torch|Naive)[A-Z]")
 MAX_TEST_POINTS = 4096  # parametrize combinations evaluated per test function
 
 
@@ -545,11 +547,8 @@ def _cast_of(node: ast.expr) -> tuple[ast.expr, ...]:
     return tuple(out)
 
 
-def module_cast(sc: ScriptCall, point: Mapping[str, Any]) -> str:
-    """The dtype name a MODULE entry is cast to at `point` ("" when none)."""
-    if not sc.cast:
-        return ""
-    env = _replay(sc.function, point, sc.line)
+def _module_cast(sc: ScriptCall, env: Mapping[str, Any]) -> str:
+    """The dtype name a MODULE entry is cast to in the replayed `env` ("" when none)."""
     for node in sc.cast:
         value = _maybe(node, env)
         if isinstance(value, str) and value.startswith("torch."):
@@ -759,9 +758,9 @@ def _replay(fn: ast.FunctionDef, point: Mapping[str, Any], stop: int) -> dict[st
     return env
 
 
-def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], list[ArgSpec]]:
-    """(init keywords, arguments) of the call at one sweep point; `Unknown` when an argument
-    is neither a tensor the script built nor a value."""
+def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], list[ArgSpec], str]:
+    """(init keywords, arguments, the dtype a MODULE entry is cast to or "") of the call at one
+    sweep point; `Unknown` when an argument is neither a tensor the script built nor a value."""
     env = _replay(sc.function, point, sc.line)
     init = {k: _literal(v, env) for k, v in sc.init.items()}
     init = {
@@ -804,7 +803,7 @@ def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], 
             specs.append(ArgSpec(name, False, value=value, keyword=kw is not None))
     if not any(s.tensor for s in specs):
         raise Unknown("no tensor argument")
-    return init, specs
+    return init, specs, _module_cast(sc, env)
 
 
 def dims_of(point: Mapping[str, Any]) -> dict[str, int]:

@@ -524,6 +524,22 @@ def test_a_test_that_calls_only_the_reference_gives_no_test_call(tmp_path: Path)
     assert any(n.startswith("test_call:") and "never calls" in n for n in plan.tried)
 
 
+@pytest.mark.parametrize(
+    ("name", "is_workload"),
+    [("rowscale_ref", False), ("NAIVE_rowscale", False), ("RowScaleRef", False),
+     ("TorchRowScale", False), ("torchrowscale", True), ("rowscale_deref", True)],
+)  # fmt: skip
+def test_a_reference_is_known_by_its_name_not_by_a_prefix_or_suffix(
+    name: str, is_workload: bool
+) -> None:
+    from eval.workload_scripts import find_calls
+
+    test = (f"import torch\nfrom pkg.ops.rs import {name}\n\n\ndef test_rs():\n"
+            f"    x = torch.randn(64, 64)\n    {name}(x)\n")  # fmt: skip
+    calls, _ = find_calls("tests/test_rs.py", test, {"pkg.ops.rs"}, set(), set(), test=True)
+    assert bool(calls) is is_workload
+
+
 def test_a_test_reads_tensors_kept_through_operations_and_layouts() -> None:
     from eval.workload_scripts import evaluate, find_calls
 
@@ -552,7 +568,7 @@ def test_dplr(B, T, H, D, head_first, gate_logit_normalizer):
 """
     calls, why = find_calls("tests/test_dplr.py", test, {"pkg.ops.dplr"}, set(), set(), test=True)
     assert why == "" and len(calls) == 1
-    _, args = evaluate(calls[0], calls[0].sweeps[0])
+    _, args, _ = evaluate(calls[0], calls[0].sweeps[0])
     a, b, w, h0, head_first = args
     assert a.shape == b.shape == w.shape == (2, 4, 64, 32)  # the branch `head_first` takes
     assert (a.rule, b.rule, w.rule) == ("l2norm", "l2norm", "logsigmoid")
@@ -584,7 +600,7 @@ def test_gates(T):
 """
     calls, why = find_calls("tests/test_gates.py", test, {"pkg.ops.gates"}, set(), set(), test=True)
     assert why == ""
-    _, args = evaluate(calls[0], calls[0].sweeps[0])
+    _, args, _ = evaluate(calls[0], calls[0].sweeps[0])
     assert [a.rule for a in args[:-1]] == ["sigmoid", "positive", "positive", "probs",
                                            "logsigmoid", "normal"]  # fmt: skip
     assert args[-1].keyword and not args[-1].tensor and args[-1].value is None  # the `else`
@@ -1165,7 +1181,7 @@ common_configs = {"x_name": "BT", "x_values": [1024], "extra_benchmark_configs":
     calls, why = find_calls("benchmarks/b.py", script, modules, set(), set(),
                             frozenset({"rowscale"}))  # fmt: skip
     assert why == "" and len(calls) == 1
-    _, args = evaluate(calls[0], calls[0].sweeps[0])
+    _, args, _ = evaluate(calls[0], calls[0].sweeps[0])
     x, target = args
     assert x.shape == (1024, 512) and target.shape == (1024,)
     assert target.rule == "labels" and target.params["high"] == 512

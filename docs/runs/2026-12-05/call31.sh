@@ -7,6 +7,7 @@
 #        references (e.g. beside call29.sh's, with JOBS lowered by five);
 #   wl   its workload (the tests' own call scaled up, `test_call`: base and gold, two rounds,
 #        alternating, on a quiet GPU): alone, about 90 s a task.
+#   allref  both references in one call (11 side by side; 2026-12-05's second session)
 #   flaref, flawl  the same for the six flash-linear-attention tasks of `fla_opt.txt` (#581,
 #        #769, #961, #1105 and two direct commits, merged from mid-2025 on, workloads from their
 #        tests' calls): their references are FLA-slow (cold compiles, 200-400 s), their
@@ -21,10 +22,11 @@
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=.carry/g; mkdir -p /tmp/cg && tar -xzf $C/tasks.tgz -C /tmp/cg && T=/tmp/cg/tasks
 touch -d '1 minute ago' $O/machine.txt
-S=$(date +%s); MODE=${1:?usage: call31.sh ref|wl|flaref|flawl [END]}; END=${2:-540}
+S=$(date +%s); MODE=${1:?usage: call31.sh ref|allref|wl|flaref|flawl [END]}; END=${2:-540}
 R="--repo-path liger-kernel=$C/lig.git --repo-path flash-linear-attention=$C/fla.git"
 case $MODE in
-  ref|flaref) L=$C/lig_opt.txt; J=5; [ $MODE = flaref ] && { L=$C/fla_opt.txt; J=6; }
+  ref|flaref|allref) L=$C/lig_opt.txt; J=5; [ $MODE = flaref ] && { L=$C/fla_opt.txt; J=6; }
+       [ $MODE = allref ] && { cat $C/lig_opt.txt $C/fla_opt.txt > /tmp/all_opt.txt; L=/tmp/all_opt.txt; J=11; }
        timeout -k 60 -s INT $END python3 -m eval reference --tasks $T --task-file $L $R \
          --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 420 --runs 3 \
          --deadline $(( END - 240 )) --jobs $J --out /tmp/rg --scratch /tmp/sg \
@@ -33,7 +35,7 @@ case $MODE in
        timeout -k 30 -s INT $END python3 -m eval workload --tasks $T --task-file $L $R \
          --rounds 2 --timeout $P --deadline $(( END - P )) --memcheck --out /tmp/wg \
          --scratch /tmp/swg --triton-cache /tmp/twg > $O/${MODE}.log 2>&1 ;;
-  *) echo "usage: call31.sh ref|wl|flaref|flawl [END]" >&2; exit 2 ;;
+  *) echo "usage: call31.sh ref|allref|wl|flaref|flawl [END]" >&2; exit 2 ;;
 esac
 echo "$MODE rc $? after $(( $(date +%s) - S )) s"
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
