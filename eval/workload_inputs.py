@@ -37,6 +37,7 @@ RULES = {
     "index": "integers in [0, high) (gather positions, block tables, token ids)",
     "mask": "booleans, a fraction `p` of them true",
     "zeros": "all zero (accumulators, outputs the call overwrites)",
+    "values": "the `values` a test wrote out (`torch.tensor([5])`: a position, a small table)",
 }
 
 # (argument-name pattern, dtype kind, rule): the first row that matches decides.
@@ -155,6 +156,8 @@ def make_tensor(torch: Any, spec: Mapping[str, Any], gen: Any, device: Any) -> A
     elif rule == "topk":
         high = int(p.get("high", shape[-1] if shape else 1))
         values = topk_rows(torch, shape, high, gen, device).to(dtype)
+    elif rule == "values":
+        values = torch.tensor(p["values"], device=device, dtype=dtype).reshape(shape)
     elif rule == "index":
         high = max(1, int(p.get("high", 2)))
         low = int(p.get("low", 0))

@@ -402,6 +402,8 @@ MAX_SCALE = 2**12
 SEQ_DIMS = {"T", "seq_len", "seqlen", "seq_length", "L", "S"}
 BATCH_DIMS = ("B", "batch_size", "bsz", "bs", "batch")
 MAX_SEQ_LEN = 16384  # a long but common context; longer workloads grow the batch instead
+# failing those, a name that ends so (`input_batch`, `num_seq_tokens`), in the test's order
+TOKEN_SUFFIX = re.compile(r"_(tokens|seq_?len|batch|batch_size)$")
 
 
 class InitParams:
@@ -519,6 +521,8 @@ def scaled_test_calls(
     else:
         widths = ""
     dim = next((d for d in TOKEN_DIMS if type(point.get(d)) is int and point[d] > 0), None)
+    dim = dim or next((d for d, v in point.items()
+                       if TOKEN_SUFFIX.search(d) and type(v) is int and v > 0), None)  # fmt: skip
     if dim is None:
         return [], f"{sc.path}:{sc.line}: no token dimension among {', '.join(biggest.dims)}"
 

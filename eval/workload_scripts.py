@@ -334,6 +334,7 @@ def _points(
 # CamelCase `RowScaleRef` / `TorchRowScale` only so spelled (not `deref`, `torchx`)
 _REFERENCE = re.compile(r"(?i:(^|_)(ref|naive|torch|reference)(_|$))|Ref$|^(Torch|Naive)[A-Z]")
 MAX_TEST_POINTS = 4096  # parametrize combinations evaluated per test function
+FIXTURES = "__fixtures__"  # module_env's key of the names of the fixtures it evaluated
 
 
 def module_env(tree: ast.Module) -> dict[str, Any]:
@@ -347,12 +348,31 @@ def module_env(tree: ast.Module) -> dict[str, Any]:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 with contextlib.suppress(Unknown, TypeError, ValueError, IndexError, KeyError):
                     _bind(node.targets[0], _literal(node.value, env), env)
+            elif isinstance(node, ast.FunctionDef) and (value := _fixture(node, env)) is not None:
+                env[node.name] = value  # a test's parameter of this name gets it
+                env.setdefault(FIXTURES, set()).add(node.name)
             elif isinstance(node, ast.If | ast.Try | ast.With):
                 walk(node.body)
                 walk(getattr(node, "orelse", []))
 
     walk(tree.body)
     return env
+
+
+def _fixture(fn: ast.FunctionDef, env: Mapping[str, Any]) -> Any:
+    """The value a `@pytest.fixture` without parameters returns when its body is one `return`
+    of a value (`return {"input_batch": 16, "feature_dim": 256}`); None otherwise."""
+    fixture = any(_dotted(d.func if isinstance(d, ast.Call) else d).endswith("fixture")
+                  and not (isinstance(d, ast.Call) and any(k.arg == "params" for k in d.keywords))
+                  for d in fn.decorator_list)  # fmt: skip
+    body = [n for n in fn.body
+            if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]  # fmt: skip
+    if not fixture or fn.args.args or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return None
+    try:
+        return _literal(body[0].value, env) if body[0].value is not None else None
+    except (Unknown, TypeError, ValueError, IndexError, KeyError):
+        return None
 
 
 def parametrized(fn: ast.FunctionDef, env: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -378,7 +398,12 @@ def parametrized(fn: ast.FunctionDef, env: Mapping[str, Any]) -> list[dict[str, 
                 axis.append(dict(zip(names, values, strict=True)))
         if axis:
             axes.append(axis)
-    points: list[dict[str, Any]] = [dict(env)]
+    start = dict(env)
+    for a in fn.args.args:  # a fixture's dict is the test's named sizes: `params["input_batch"]`
+        value = env.get(a.arg) if a.arg in env.get(FIXTURES, ()) else None
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            start.update(value)
+    points: list[dict[str, Any]] = [start]
     for axis in axes:
         points = [{**p, **case} for p in points for case in axis][:MAX_TEST_POINTS]
     for p in points:
@@ -682,7 +707,9 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
         dtype = dtype or "torch.int64"
     elif short in ("zeros", "empty"):
         rule = "zeros"
-    elif short in ("arange", "tensor", "randperm"):
+    elif short == "tensor":
+        return _written(outer, env, kw, grad)
+    elif short in ("arange", "randperm"):
         raise Unknown(short)
     elif short == "full":
         args = args[:1]
@@ -702,6 +729,32 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
     if dtype_method:
         dtype = dtype_method
     return TensorValue(tuple(shape), _dtype_name(dtype), rule, params, grad)
+
+
+def _written(call: ast.Call, env: Mapping[str, Any], kw: Mapping[str, ast.expr],
+             grad: bool) -> TensorValue:  # fmt: skip
+    """`torch.tensor([5])`, `torch.tensor([[0, 1], [2, 3]], dtype=...)`: the values as written
+    (rule `values`: a position or a small table the test chose, kept at every size)."""
+    values = _literal(call.args[0], env) if call.args else None
+    shape: list[int] = []
+    level: Any = values
+    while isinstance(level, list | tuple):
+        shape.append(len(level))
+        level = level[0] if level else None
+    flat = _flat(values)
+    if not shape or not flat or not all(type(v) in (int, float, bool) for v in flat):
+        raise Unknown("tensor")
+    kinds = {type(v) for v in flat}
+    default = {frozenset({bool}): "torch.bool", frozenset({int}): "torch.int64"}.get(
+        frozenset(kinds), "torch.float32")  # fmt: skip
+    dtype = _literal(kw["dtype"], env) if "dtype" in kw else default
+    return TensorValue(tuple(shape), _dtype_name(dtype), "values", {"values": values}, grad)
+
+
+def _flat(values: Any) -> list[Any]:
+    if isinstance(values, list | tuple):
+        return [v for item in values for v in _flat(item)]
+    return [values]
 
 
 def _maybe(node: ast.expr, env: Mapping[str, Any]) -> Any:

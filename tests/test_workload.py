@@ -540,6 +540,87 @@ def test_a_reference_is_known_by_its_name_not_by_a_prefix_or_suffix(
     assert bool(calls) is is_workload
 
 
+FIXTURE_STYLE = """import pytest
+import torch
+
+from pkg.ops.rowscale import rowscale
+
+
+@pytest.fixture
+def device():
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA not available")
+    return torch.device("cuda")
+
+
+@pytest.fixture
+def sizes():
+    \"\"\"Rows and columns.\"\"\"
+    return {"input_batch": 16, "feature_dim": 4096}
+
+
+@pytest.fixture
+def other_sizes():
+    return {"input_batch": 3, "feature_dim": 8}
+
+
+def test_rowscale_sized_by_a_fixture(device, sizes):
+    params = sizes
+    x = torch.randn(params["input_batch"], params["feature_dim"], device=device)
+    w = torch.randn(params["feature_dim"], device=device)
+    out = rowscale(x, w)
+"""
+
+
+def test_a_fixture_sizes_the_test_call_and_its_batch_is_scaled(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, {"pkg/ops/rowscale.py": ROWSCALE, "tests/test_rs.py": FIXTURE_STYLE})
+    assert [c.source for c in plan.calls] == [Source.TEST_CALL] * 3, plan.tried
+    small, typical, large = plan.calls
+    assert large.dims["input_batch"] == 16 * small.dims["input_batch"]
+    # the test's own fixture (`sizes`), not the one defined after it; `input_batch` (a name
+    # ending in `_batch`) grows by powers of two until the estimate reaches 100 µs
+    assert small.dims["feature_dim"] == 4096
+    assert small.dims["input_batch"] % 16 == 0 and small.estimate_us >= 100
+    assert small.args[0].shape == (small.dims["input_batch"], 4096)
+    assert typical.dims["input_batch"] == 4 * small.dims["input_batch"]
+
+
+def test_a_tensor_the_test_writes_out_keeps_its_values() -> None:
+    import torch
+
+    from eval.workload_inputs import make_tensor
+    from eval.workload_scripts import evaluate, find_calls
+
+    test = """import torch
+from pkg.ops.rs import rowslice
+
+
+def test_rowslice():
+    x = torch.randn(16, 256)
+    table = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32)
+    rowslice(x, torch.tensor([5], device="cuda"), table)
+"""
+    calls, why = find_calls("tests/test_rs.py", test, {"pkg.ops.rs"}, set(), set(), test=True)
+    assert why == "" and len(calls) == 1
+    _, args, _ = evaluate(calls[0], {})
+    _, pos, table = args
+    assert (pos.shape, pos.dtype, pos.rule, pos.params) == (
+        (1,),
+        "int64",
+        "values",
+        {"values": [5]},
+    )
+    assert (table.shape, table.dtype, table.rule) == ((2, 2), "int32", "values")
+    spec = {
+        "shape": list(table.shape),
+        "dtype": table.dtype,
+        "rule": table.rule,
+        "params": table.params,
+    }
+    built = make_tensor(torch, spec, torch.Generator().manual_seed(0), "cpu")
+    assert built.dtype == torch.int32 and built.tolist() == [[0, 1], [2, 3]]
+
+
 def test_a_test_reads_tensors_kept_through_operations_and_layouts() -> None:
     from eval.workload_scripts import evaluate, find_calls
 
