@@ -8,7 +8,7 @@
 #      run failed to start its wheelhouse venv in the sandbox, fixed since) on a quiet GPU;
 #   3. the Liger-Kernel workloads (call31.sh wl) for the rest of the call.
 # Both Megatron-LM tasks run on their wheelhouses (omegaconf, pydantic: .carry/m/wh).
-# Build .carry/m: see docs/runs/2026-12-05/next_calls.md. Carry: .whl .carry/deb .carry/g .carry/m
+# Build .carry/m: docs/runs/2026-12-05/make_carry32.sh STATE MIRRORS. Carry: .whl .carry/deb .carry/g .carry/m
 # Usage: call32.sh [END seconds, default 560]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
