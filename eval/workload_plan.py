@@ -402,7 +402,7 @@ MAX_SCALE = 2**12
 SEQ_DIMS = {"T", "seq_len", "seqlen", "seq_length", "L", "S"}
 BATCH_DIMS = ("B", "batch_size", "bsz", "bs", "batch")
 MAX_SEQ_LEN = 16384  # a long but common context; longer workloads grow the batch instead
-# failing those, a name that ends so (`input_batch`, `num_seq_tokens`), in the test's order
+# failing those, the names that end so (`input_batch`, `output_batch`, `num_seq_tokens`)
 TOKEN_SUFFIX = re.compile(r"_(tokens|seq_?len|batch|batch_size)$")
 
 
@@ -521,8 +521,11 @@ def scaled_test_calls(
     else:
         widths = ""
     dim = next((d for d in TOKEN_DIMS if type(point.get(d)) is int and point[d] > 0), None)
-    dim = dim or next((d for d, v in point.items()
-                       if TOKEN_SUFFIX.search(d) and type(v) is int and v > 0), None)  # fmt: skip
+    # failing a known name, every `*_batch` (`*_tokens`, ...) size grows together, keeping the
+    # test's ratios (`output_batch` 20 holds what `input_batch` 16 gives it, at every scale)
+    together = [] if dim else [d for d, v in point.items()
+                               if TOKEN_SUFFIX.search(d) and type(v) is int and v > 0]  # fmt: skip
+    dim = dim or next(iter(together), None)
     if dim is None:
         return [], f"{sc.path}:{sc.line}: no token dimension among {', '.join(biggest.dims)}"
 
@@ -534,7 +537,7 @@ def scaled_test_calls(
         if dim in SEQ_DIMS and batch is not None and batch != dim:
             while f_seq > 1 and point[dim] * f_seq > MAX_SEQ_LEN:
                 f_seq //= 2
-        scaled = {**point, dim: point[dim] * f_seq}
+        scaled = {**point, dim: point[dim] * f_seq, **{d: point[d] * factor for d in together}}
         if f_seq < factor and batch is not None:
             scaled[batch] = point[batch] * (factor // f_seq)
         got = _evaluated(sc, [scaled], mode, Source.TEST_CALL)
@@ -543,7 +546,8 @@ def scaled_test_calls(
     calls, factor = _sized(at, MAX_SCALE)
     if not calls:
         return [], f"{sc.path}:{sc.line}: {dim} x{factor} does not fit"
-    at_size = f"{sc.imported} at {dim}={point[dim]} x{factor}, x4, x16"
+    sizes = ", ".join(f"{d}={point[d]}" for d in together or [dim])
+    at_size = f"{sc.imported} at {sizes} x{factor}, x4, x16"
     return calls, f"{sc.path}:{sc.line}: {at_size}" + (f" ({widths})" if widths else "")
 
 

@@ -556,7 +556,7 @@ def device():
 @pytest.fixture
 def sizes():
     \"\"\"Rows and columns.\"\"\"
-    return {"input_batch": 16, "feature_dim": 4096}
+    return {"input_batch": 16, "output_batch": 20, "feature_dim": 4096}
 
 
 @pytest.fixture
@@ -578,11 +578,14 @@ def test_a_fixture_sizes_the_test_call_and_its_batch_is_scaled(tmp_path: Path) -
     small, typical, large = plan.calls
     assert large.dims["input_batch"] == 16 * small.dims["input_batch"]
     # the test's own fixture (`sizes`), not the one defined after it; `input_batch` (a name
-    # ending in `_batch`) grows by powers of two until the estimate reaches 100 µs
+    # ending in `_batch`) grows by powers of two until the estimate reaches 100 µs, and
+    # `output_batch` with it
     assert small.dims["feature_dim"] == 4096
     assert small.dims["input_batch"] % 16 == 0 and small.estimate_us >= 100
     assert small.args[0].shape == (small.dims["input_batch"], 4096)
     assert typical.dims["input_batch"] == 4 * small.dims["input_batch"]
+    # every `*_batch` size grows by the same factor: the test's ratios hold at every scale
+    assert small.dims["output_batch"] * 16 == small.dims["input_batch"] * 20
 
 
 def test_a_tensor_the_test_writes_out_keeps_its_values() -> None:
