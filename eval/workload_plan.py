@@ -166,7 +166,6 @@ def pick_sizes(calls: Sequence[WorkloadCall]) -> tuple[WorkloadCall, ...]:
 @dataclass(frozen=True)
 class TargetNames:
     modules: set[str]
-    stems: set[str]
     names: set[str]
 
 
@@ -177,7 +176,7 @@ def target_names(task: Task) -> TargetNames:
     names |= {w.split(".")[0] for k in task.kernels for w in k.wrappers}
     names |= {k.name for k in task.kernels}
     modules = {m for f in files if (m := module_name(f))}
-    return TargetNames(modules, {f.rsplit("/", 1)[-1][:-3] for f in files}, names)
+    return TargetNames(modules, names)
 
 
 def defined_names(view: TreeView, files: Set[str]) -> frozenset[str]:
@@ -256,6 +255,13 @@ HOPS = {1: "one import", 2: "two imports", 3: "three imports"}
 Finder = Callable[[TargetNames, frozenset[str]], tuple[list[WorkloadCall], list[str]]]
 
 
+def _reexported(imported: str, modules: Set[str], defined: Set[str]) -> bool:
+    """Whether `pkg.Name` (an importer map entry) is a name a reached file defines, imported
+    from a package above that file."""
+    package, _, name = imported.rpartition(".")
+    return name in defined and any(m.startswith(package + ".") for m in modules)
+
+
 def _hop_search(task: Task, view: TreeView, finder: Finder) -> tuple[list[WorkloadCall], list[str]]:
     """`finder`'s calls of the task's code: first of the target modules' names, then, hop by
     hop (up to `MAX_HOPS`), of the modules importing the modules reached so far. Returns the
@@ -272,13 +278,20 @@ def _hop_search(task: Task, view: TreeView, finder: Finder) -> tuple[list[Worklo
             # (flash-linear-attention's `chunk_gla` -> `chunk_gla_fwd` in gla/chunk.py ->
             # `chunk_fwd_o` in common/chunk_o.py): each hop adds the modules importing the last
             imports = package_imports(view, files) if imports is None else imports
-            hop = {p for p, names in imports.items() if p not in reached and names & modules}
+            # an importer of a reached module, or of a name a reached file defines through a
+            # package above it (`from liger_kernel.ops import LigerRMSNormFunction`)
+            hop = {
+                p
+                for p, names in imports.items()
+                if p not in reached
+                and (names & modules or any(_reexported(n, modules, defined) for n in names))
+            }
             if not hop:
                 break
             reached |= hop
             modules |= {m for f in hop if (m := module_name(f))}
             defined |= defined_names(view, hop)
-        calls, more = finder(TargetNames(modules, tn.stems, tn.names), defined)
+        calls, more = finder(TargetNames(modules, tn.names), defined)
         if calls:
             away = f" ({HOPS[hops]} away from the targets)" if hops else ""
             return calls, [(more[-1] if more else "") + away]
@@ -328,7 +341,7 @@ def _registry_calls(
     shape configuration that builds, and notes on the others."""
     notes: list[str] = []
     for op in ops:
-        if not reaches(op.module, op.function, tn.modules, tn.stems, tn.names, defined):
+        if not reaches(op.module, op.function, tn.modules, tn.names, defined):
             continue
         if op.why_not or (op.skip_backward and mode is not Mode.FORWARD):
             notes.append(op.why_not or f"{op.path}: {op.name} is registered without backward")
@@ -378,7 +391,7 @@ def _script_calls(
     """The workload calls of the first script that gives some, and notes on the others."""
     notes: list[str] = []
     for path in scripts:
-        found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.stems, tn.names, defined)
+        found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.names, defined)
         if why:
             notes.append(why)
         calls: list[WorkloadCall] = []
@@ -564,7 +577,7 @@ def from_tests(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCal
     def finder(tn: TargetNames, defined: frozenset[str]) -> tuple[list[WorkloadCall], list[str]]:
         notes: list[str] = []
         for path in paths:
-            found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.stems, tn.names,
+            found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.names,
                                     defined, test=True, init_params=params)  # fmt: skip
             notes += [why] if why else []
             for sc in found:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from eval.workload_inputs import rule_for
+from eval.workload_inputs import dtype_kind, rule_for
 from eval.workload_model import ArgSpec, Entry, EntryKind
 
 SCRIPT_PATTERNS = (
@@ -428,29 +428,31 @@ def _imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
 def relevance(
     tree: ast.Module,
     modules: set[str],
-    stems: set[str],
     names: set[str],
     defined: frozenset[str] = frozenset(),
 ) -> dict[str, tuple[str, str]]:
     """The imports of the script that reach the task's code: a target name, a name from a
-    target's module, a name from a module whose last component is a target file's stem, or a
+    target's module (or one the module's name ends: `ops.rowscale`), or a
     name that a target file defines imported from a package above it (`from fla.ops.gla import
     chunk_gla`, defined in `fla/ops/gla/chunk.py`)."""
     return {local: (module, name) for local, (module, name) in _imports(tree).items()
-            if reaches(module, name, modules, stems, names, defined)}  # fmt: skip
+            if reaches(module, name, modules, names, defined)}  # fmt: skip
 
 
 def reaches(
     module: str,
     name: str,
     modules: set[str],
-    stems: set[str],
     names: set[str],
     defined: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether `from module import name` reaches the task's code (see `relevance`)."""
     above = name in defined and any(m.startswith(module + ".") for m in modules)
-    return name in names or module in modules or module.rsplit(".", 1)[-1] in stems or above
+    # a module named by the tail of a target's (`ops.rowscale`, `rowscale` for a script that
+    # puts the package on its path); a sibling package's file of the same name
+    # (`fla.ops.simple_gla.parallel` for `fla/ops/nsa/parallel.py`) is not the task's code
+    tail = any(m.endswith("." + module) for m in modules)
+    return name in names or module in modules or tail or above
 
 
 @functools.lru_cache(maxsize=512)
@@ -467,7 +469,6 @@ def find_calls(
     path: str,
     text: str,
     modules: set[str],
-    stems: set[str],
     names: set[str],
     defined: frozenset[str] = frozenset(),
     test: bool = False,
@@ -480,7 +481,7 @@ def find_calls(
     tree = _parsed(text)
     if isinstance(tree, SyntaxError):
         return [], f"{path}:{tree.lineno}: does not parse"
-    reach = relevance(tree, modules, stems, names, defined)
+    reach = relevance(tree, modules, names, defined)
     if not reach:
         return [], ""
     sweeps = [] if test else _sweeps(tree)
@@ -728,6 +729,11 @@ def _tensor(node: ast.expr, env: Mapping[str, Any]) -> TensorValue:
         rule = method_rule
     if dtype_method:
         dtype = dtype_method
+    if rule == "normal" and dtype and dtype_kind(_dtype_name(dtype)) == "int":
+        # `torch.full((B, T, H, S), T, dtype=torch.long)` then filled in a loop (NSA's block
+        # indices): its values are set where the reader does not follow; random ones could
+        # address memory the kernel must not touch
+        raise Unknown("an integer tensor whose values are set elsewhere")
     return TensorValue(tuple(shape), _dtype_name(dtype), rule, params, grad)
 
 

@@ -253,6 +253,31 @@ def test_a_benchmark_of_an_op_two_imports_away_gives_the_workload(tmp_path: Path
     assert "two imports away" in plan.tried[0]
 
 
+@pytest.mark.parametrize("layer_imports", ["pkg.ops", None])
+def test_a_module_of_the_target_s_name_counts_only_when_it_imports_the_target(
+    tmp_path: Path, layer_imports: str | None
+) -> None:
+    # Liger-Kernel's `transformers/layer_norm.py` wraps `ops/layer_norm.py` through the
+    # package's re-export (`from liger_kernel.ops import LigerLayerNormFunction`): one import
+    # away. flash-linear-attention's `simple_gla/parallel.py` merely shares `nsa/parallel.py`'s
+    # file name: a benchmark of it is not the task's (it was, when a file name sufficed)
+    layer = (_forwarding("layer_rows", layer_imports, "rowscale") if layer_imports
+             else "def layer_rows(x, w):\n    return x * w\n")  # fmt: skip
+    bench = FLA_STYLE.replace(
+        "from pkg.ops.rowscale import rowscale", "from pkg.layers.rowscale import layer_rows"
+    ).replace("rowscale(g, w)", "layer_rows(g, w)")
+    plan = _plan(tmp_path, {
+        "pkg/ops/__init__.py": "from pkg.ops.rowscale import rowscale\n",
+        "pkg/layers/rowscale.py": layer,
+        "benchmarks/ops/benchmark_layer_rows.py": bench,
+    })  # fmt: skip
+    if layer_imports:
+        assert plan.calls[0].entry == Entry("pkg.layers.rowscale", "layer_rows", EntryKind.FUNCTION)
+        assert "one import away" in plan.tried[0]
+    else:
+        assert plan.calls == ()
+
+
 REGISTRY = """from dataclasses import dataclass, field
 from typing import Callable
 
@@ -456,7 +481,7 @@ from pkg.ops.rowscale import rowscale
 def test_rows(T, D):
     y = rowscale(torch.randn(T, D), torch.randn(D))
 """
-    (sc,), _ = find_calls("tests/t.py", test, {"pkg.ops.rowscale"}, set(), set(), test=True)
+    (sc,), _ = find_calls("tests/t.py", test, {"pkg.ops.rowscale"}, set(), test=True)
     calls, note = scaled_test_calls(sc, Mode.FORWARD)
     # D=300 moves the most bytes, but a model's width is round: D=256; T=100 is the token
     # dimension, which scales, so its oddness does not count
@@ -536,7 +561,7 @@ def test_a_reference_is_known_by_its_name_not_by_a_prefix_or_suffix(
 
     test = (f"import torch\nfrom pkg.ops.rs import {name}\n\n\ndef test_rs():\n"
             f"    x = torch.randn(64, 64)\n    {name}(x)\n")  # fmt: skip
-    calls, _ = find_calls("tests/test_rs.py", test, {"pkg.ops.rs"}, set(), set(), test=True)
+    calls, _ = find_calls("tests/test_rs.py", test, {"pkg.ops.rs"}, set(), test=True)
     assert bool(calls) is is_workload
 
 
@@ -603,7 +628,7 @@ def test_rowslice():
     table = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32)
     rowslice(x, torch.tensor([5], device="cuda"), table)
 """
-    calls, why = find_calls("tests/test_rs.py", test, {"pkg.ops.rs"}, set(), set(), test=True)
+    calls, why = find_calls("tests/test_rs.py", test, {"pkg.ops.rs"}, set(), test=True)
     assert why == "" and len(calls) == 1
     _, args, _ = evaluate(calls[0], {})
     _, pos, table = args
@@ -622,6 +647,52 @@ def test_rowslice():
     }
     built = make_tensor(torch, spec, torch.Generator().manual_seed(0), "cpu")
     assert built.dtype == torch.int32 and built.tolist() == [[0, 1], [2, 3]]
+
+
+def test_an_integer_tensor_filled_in_a_loop_gives_no_call() -> None:
+    """NSA's block indices: `torch.full(..., T, dtype=torch.long)`, then rows set in a loop
+    the reader does not follow; random values could address memory out of bounds."""
+    from eval.workload_scripts import Unknown, evaluate, find_calls
+
+    test = """import torch
+from pkg.ops.rs import gather_rows
+
+
+def test_gather():
+    x = torch.randn(64, 256)
+    idx = torch.full((64, 4), 64, dtype=torch.long)
+    for i in range(64):
+        idx[i] = torch.randperm(64)[:4]
+    gather_rows(x, idx)
+"""
+    calls, _ = find_calls("tests/test_rs.py", test, {"pkg.ops.rs"}, set(), test=True)
+    with pytest.raises(Unknown):
+        evaluate(calls[0], {})
+    # a float tensor so built is drawn (its values do not address memory)
+    floats = test.replace("dtype=torch.long", "dtype=torch.float32")
+    calls, _ = find_calls("tests/test_rs.py", floats, {"pkg.ops.rs"}, set(), test=True)
+    _, args, _ = evaluate(calls[0], {})
+    assert args[1].rule == "normal" and args[1].dtype == "float32"
+
+
+@pytest.mark.parametrize(
+    ("module", "reached"),
+    [("pkg.ops.nsa.parallel", True), ("ops.nsa.parallel", True), ("parallel", True),
+     ("pkg.ops.gla.parallel", False)],
+)  # fmt: skip
+def test_a_sibling_package_s_module_of_the_same_name_is_not_the_task_s(
+    module: str, reached: bool
+) -> None:
+    """flash-linear-attention's NSA kernels live in `fla/ops/nsa/parallel.py`: a test of
+    `fla.ops.simple_gla.parallel` does not reach them (it did when any module named
+    `parallel` counted); a tail of the target's name does (a script with the package on its
+    path)."""
+    from eval.workload_scripts import find_calls
+
+    test = (f"import torch\nfrom {module} import attend\n\n\ndef test_attend():\n"
+            f"    q = torch.randn(2, 64, 4, 32)\n    attend(q)\n")  # fmt: skip
+    calls, _ = find_calls("tests/test_a.py", test, {"pkg.ops.nsa.parallel"}, set(), test=True)
+    assert bool(calls) is reached
 
 
 def test_a_test_reads_tensors_kept_through_operations_and_layouts() -> None:
@@ -650,7 +721,7 @@ def test_dplr(B, T, H, D, head_first, gate_logit_normalizer):
     h0 = torch.randn(B, H, D, D).half()
     out = dplr(a.clone(), b.clone(), w, initial_state=h0.clone(), head_first=head_first)
 """
-    calls, why = find_calls("tests/test_dplr.py", test, {"pkg.ops.dplr"}, set(), set(), test=True)
+    calls, why = find_calls("tests/test_dplr.py", test, {"pkg.ops.dplr"}, set(), test=True)
     assert why == "" and len(calls) == 1
     _, args, _ = evaluate(calls[0], calls[0].sweeps[0])
     a, b, w, h0, head_first = args
@@ -682,7 +753,7 @@ def test_gates(T):
     bias = torch.randn(4) if T < 32 else None
     y = gates(beta, dt, a, p, lp, x, bias=bias)
 """
-    calls, why = find_calls("tests/test_gates.py", test, {"pkg.ops.gates"}, set(), set(), test=True)
+    calls, why = find_calls("tests/test_gates.py", test, {"pkg.ops.gates"}, set(), test=True)
     assert why == ""
     _, args, _ = evaluate(calls[0], calls[0].sweeps[0])
     assert [a.rule for a in args[:-1]] == ["sigmoid", "positive", "positive", "probs",
@@ -1260,10 +1331,9 @@ def bench(input):
 common_configs = {"x_name": "BT", "x_values": [1024], "extra_benchmark_configs": [{"V": 512}]}
 """
     modules = {"pkg.ops.rowscale"}
-    none, _ = find_calls("benchmarks/b.py", script, modules, {"rowscale_impl"}, set())
+    none, _ = find_calls("benchmarks/b.py", script, modules, set())
     assert none == []  # the package is above the target, but nothing says the name is in it
-    calls, why = find_calls("benchmarks/b.py", script, modules, set(), set(),
-                            frozenset({"rowscale"}))  # fmt: skip
+    calls, why = find_calls("benchmarks/b.py", script, modules, set(), frozenset({"rowscale"}))
     assert why == "" and len(calls) == 1
     _, args, _ = evaluate(calls[0], calls[0].sweeps[0])
     x, target = args
