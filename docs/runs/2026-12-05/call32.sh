@@ -9,26 +9,27 @@
 #   3. the Liger-Kernel workloads (call31.sh wl) for the rest of the call.
 # Both Megatron-LM tasks run on their wheelhouses (omegaconf, pydantic: .carry/m/wh).
 # Build .carry/m: docs/runs/2026-12-05/make_carry32.sh STATE MIRRORS. Carry: .whl .carry/deb .carry/g .carry/m
-# Usage: call32.sh [END seconds, default 560]
+# Usage: call32.sh [END seconds, default 560] [meg: the two Megatron-LM workloads alone, one
+# after the other, for a call shorter than 400 s]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
-S=$(date +%s); END=${1:-560}; left() { echo $(( END - ($(date +%s) - S) )); }
+S=$(date +%s); END=${1:-560}; ONLY=${2:-}; left() { echo $(( END - ($(date +%s) - S) )); }
 C=.carry/g; M=.carry/m; mkdir -p /tmp/cg && tar -xzf $C/tasks.tgz -C /tmp/cg && tar -xzf $M/tasks.tgz -C /tmp/cg
 T=/tmp/cg/tasks; touch -d '1 minute ago' $O/machine.txt
 R="--repo-path liger-kernel=$C/lig.git --repo-path megatron-lm=$M/mlm.git"
 W="--rounds 2 --memcheck --scratch /tmp/swg --triton-cache /tmp/twg --wheelhouse $M/wh"
-( timeout -k 30 -s INT 280 python3 -m eval reference --tasks $T --task-file $C/lig_opt.txt $R \
+[ "$ONLY" = meg ] || ( timeout -k 30 -s INT 280 python3 -m eval reference --tasks $T --task-file $C/lig_opt.txt $R \
     --select-per-test 1 --max-node-ids 3 --select-timeout 120 --timeout 200 --runs 3 \
     --deadline 30 --jobs 5 --out /tmp/rg --scratch /tmp/sg --triton-cache /tmp/tcg > $O/ligref.log 2>&1
   echo "references rc $? after $(( $(date +%s) - S )) s" >> $O/ligref.log ) &
-timeout -k 30 -s INT 270 python3 -m eval workload --tasks $T --task megatron-lm__5608___tensor_get_slice_after_kernel \
+timeout -k 30 -s INT $([ "$ONLY" = meg ] && echo 200 || echo 270) python3 -m eval workload --tasks $T --task megatron-lm__5608___tensor_get_slice_after_kernel \
   $R $W --force --timeout 200 --out /tmp/wm1 > $O/meg5608.log 2>&1
 echo "5608 rc $? after $(( $(date +%s) - S )) s" >> $O/meg5608.log
 wait
 timeout -k 30 -s INT $(( $(left) - 20 )) python3 -m eval workload --tasks $T --task megatron-lm__4460__causal_conv1d_update_kernel \
   $R $W --force --timeout 150 --out /tmp/wm2 > $O/meg4460.log 2>&1
 echo "4460 rc $? after $(( $(date +%s) - S )) s" >> $O/meg4460.log
-L=$(left); [ $L -gt 120 ] && timeout -k 30 -s INT $(( L - 20 )) python3 -m eval workload --tasks $T \
+L=$(left); [ "$ONLY" != meg ] && [ $L -gt 120 ] && timeout -k 30 -s INT $(( L - 20 )) python3 -m eval workload --tasks $T \
   --task-file $C/lig_opt.txt $R $W --timeout 150 --deadline $(( L - 170 )) --out /tmp/wg > $O/ligwl.log 2>&1
 echo "done after $(( $(date +%s) - S )) s"
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
