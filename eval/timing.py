@@ -26,6 +26,7 @@ from typing import Any
 
 MIN_FLUSH_BYTES = 256 * 2**20
 _ESTIMATE_CALLS = 5  # timed warm-up calls that estimate the per-call time
+LONG_CALL_REPS = 3  # repetitions of a call that alone lasts `rep_ms` or more
 MAX_BACKLOG_MS = 50.0  # a host slower than this per call is not hidden
 
 
@@ -143,16 +144,32 @@ def bench_times(
         return [s.elapsed_time(e) for s, e in events]
 
     torch.cuda.synchronize()
-    fn(next_input())
+    for _ in range(n_inputs):  # compiles and autotunes (each input set: its own specialization)
+        fn(next_input())
     torch.cuda.synchronize()
+    once = timed(1)[0]
+    if once >= rep_ms:
+        # a compute-bound call at a large size (attention at a long sequence) lasts seconds:
+        # its own length is the measurement; no backlog to hide, no estimate to make
+        times = timed(repetitions(once, rep_ms, min_reps, max_reps))
+        torch.cuda.synchronize()
+        return times
     if backlog:
         spin = _spinner(torch, _host_ms(fn, next_input, torch))
     estimate = max(statistics.median(timed(_ESTIMATE_CALLS)), 1e-4)
     timed(_clamp(math.ceil(warmup_ms / estimate) - _ESTIMATE_CALLS, 0, max_reps))
-    reps = _clamp(math.ceil(rep_ms / estimate), min_reps, max_reps)
-    times = timed(reps)
+    times = timed(repetitions(estimate, rep_ms, min_reps, max_reps))
     torch.cuda.synchronize()
     return times
+
+
+def repetitions(estimate_ms: float, rep_ms: float, min_reps: int, max_reps: int) -> int:
+    """How many times a call of `estimate_ms` is timed: enough for `rep_ms` of work, at least
+    `min_reps`; a call that alone lasts `rep_ms` or more, `LONG_CALL_REPS` times (at most
+    `min_reps`)."""
+    if estimate_ms >= rep_ms:
+        return min(min_reps, LONG_CALL_REPS)
+    return _clamp(math.ceil(rep_ms / max(estimate_ms, 1e-4)), min_reps, max_reps)
 
 
 def _host_ms(fn: Callable[[int], object], next_input: Callable[[], int], torch: Any) -> float:

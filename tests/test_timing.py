@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from core.records import from_json, to_json
-from eval.timing import BenchResult, TimingError, bench, cuda_available, flush_bytes, summarize
+from eval.timing import (
+    BenchResult,
+    TimingError,
+    bench,
+    cuda_available,
+    flush_bytes,
+    repetitions,
+    summarize,
+)
 
 
 @pytest.mark.skipif(cuda_available(), reason="checks the refusal without a GPU")
@@ -19,6 +27,20 @@ def test_bench_refuses_arguments_that_measure_nothing() -> None:
         bench(lambda i: None, min_reps=20, max_reps=10)
     with pytest.raises(TimingError, match="n_inputs >= 1"):
         bench(lambda i: None, n_inputs=0)
+
+
+@pytest.mark.parametrize(
+    ("estimate_ms", "reps"),
+    [(0.01, 1000), (0.5, 200), (20.0, 10), (99.0, 10), (100.0, 3), (2500.0, 3)],
+)
+def test_repetitions_give_rep_ms_of_work_and_a_long_call_three_times(
+    estimate_ms: float, reps: int
+) -> None:
+    # rep_ms 100, at least 10, at most 1000: a call of 100 ms or more is its own measurement
+    # (flash-linear-attention's attention at T=16384 lasts seconds: ten of them outlast a
+    # harness process)
+    assert repetitions(estimate_ms, 100.0, 10, 1000) == reps
+    assert repetitions(500.0, 100.0, 2, 1000) == 2
 
 
 def test_summarize_takes_median_and_quartiles() -> None:
