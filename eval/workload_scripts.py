@@ -104,6 +104,8 @@ class ScriptCall:
     sweeps: list[dict[str, Any]]  # one environment per sweep point
     imported: str  # the imported name the call reaches
     cast: tuple[ast.expr, ...] = ()  # MODULE: what it may be cast to once built (`_cast_of`)
+    # the script's module-level functions: helpers that build inputs (`_make_moe_inputs`)
+    helpers: Mapping[str, ast.FunctionDef] = field(default_factory=dict)
 
 
 def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
@@ -448,10 +450,11 @@ def reaches(
 ) -> bool:
     """Whether `from module import name` reaches the task's code (see `relevance`)."""
     above = name in defined and any(m.startswith(module + ".") for m in modules)
-    # a module named by the tail of a target's (`ops.rowscale`, `rowscale` for a script that
-    # puts the package on its path); a sibling package's file of the same name
-    # (`fla.ops.simple_gla.parallel` for `fla/ops/nsa/parallel.py`) is not the task's code
-    tail = any(m.endswith("." + module) for m in modules)
+    # a module named by the tail of a target's (`ops.rowscale`: a script that puts a package
+    # directory on its path); a sibling package's file of the same name
+    # (`fla.ops.simple_gla.parallel` for `fla/ops/nsa/parallel.py`) is not the task's code,
+    # nor a bare name (`from utils import assert_close`: the tests' own utils.py)
+    tail = "." in module and any(m.endswith("." + module) for m in modules)
     return name in names or module in modules or tail or above
 
 
@@ -482,6 +485,7 @@ def find_calls(
     if isinstance(tree, SyntaxError):
         return [], f"{path}:{tree.lineno}: does not parse"
     reach = relevance(tree, modules, names, defined)
+    helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     if not reach:
         return [], ""
     sweeps = [] if test else _sweeps(tree)
@@ -552,7 +556,8 @@ def find_calls(
                 continue
             module, name = reach[local]
             entry = Entry(module, name, kind, method)
-            calls.append(ScriptCall(path, node.lineno, entry, fn, node, init, sweeps, local, cast))
+            calls.append(ScriptCall(path, node.lineno, entry, fn, node, init, sweeps, local, cast,
+                                    helpers))  # fmt: skip
     if not calls:
         return [], f"{path}: imports {', '.join(sorted(reach))} but never calls it"
     return calls, ""
@@ -770,10 +775,21 @@ def _maybe(node: ast.expr, env: Mapping[str, Any]) -> Any:
         return None
 
 
-def _replay(fn: ast.FunctionDef, point: Mapping[str, Any], stop: int) -> dict[str, Any]:
+MAX_HELPER_DEPTH = 3  # helpers calling helpers, replayed at most this deep
+
+
+def _replay(
+    fn: ast.FunctionDef,
+    point: Mapping[str, Any],
+    stop: int,
+    helpers: Mapping[str, ast.FunctionDef] | None = None,
+    depth: int = 0,
+) -> dict[str, Any]:
     """The function's environment at line `stop`: parameters from the sweep point, then each
     assignment before that line that can be evaluated, in source order. An `if` whose test
-    evaluates takes its branch; one whose test does not reads both (the later one wins)."""
+    evaluates takes its branch; one whose test does not reads both (the later one wins). An
+    assignment from a call of one of the script's `helpers` takes what the helper returns,
+    its body replayed with the call's arguments (`_inlined`)."""
     env: dict[str, Any] = dict(point)
     for a in fn.args.args:
         if a.arg in point:
@@ -785,9 +801,11 @@ def _replay(fn: ast.FunctionDef, point: Mapping[str, Any], stop: int) -> dict[st
             return
         try:
             try:
-                v: Any = _tensor(node.value, env)
+                v: Any = _value(node.value, env)
             except Unknown:
-                v = _literal(node.value, env)
+                if not (helpers and isinstance(node.value, ast.Call)):
+                    raise
+                v = _inlined(node.value, env, helpers, depth)
             _bind(target, v, env)
         except (Unknown, TypeError, ValueError, IndexError, KeyError):
             pass
@@ -817,10 +835,46 @@ def _replay(fn: ast.FunctionDef, point: Mapping[str, Any], stop: int) -> dict[st
     return env
 
 
+def _value(node: ast.expr, env: Mapping[str, Any]) -> Any:
+    """A tensor the expression builds or keeps, else its plain value (`Unknown` if neither)."""
+    try:
+        return _tensor(node, env)
+    except Unknown:
+        return _literal(node, env)
+
+
+def _inlined(call: ast.Call, env: Mapping[str, Any], helpers: Mapping[str, ast.FunctionDef],
+             depth: int) -> Any:  # fmt: skip
+    """What a module-level helper returns (`hidden, probs = _make_inputs(T, H, topk)`): its
+    parameters bound from the call's arguments (and its defaults), its body replayed, its last
+    top-level `return` evaluated (a tuple element by element)."""
+    fn = helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if fn is None or depth >= MAX_HELPER_DEPTH:
+        raise Unknown(_dotted(call.func) or "call")
+    returns = [n for n in fn.body if isinstance(n, ast.Return) and n.value is not None]
+    if not returns:
+        raise Unknown(f"{fn.name} returns nothing")
+    params = [a.arg for a in fn.args.args]
+    bound: dict[str, Any] = {}
+    given = [*zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults, strict=True),
+             *zip(params, call.args, strict=False),
+             *((k.arg, k.value) for k in call.keywords if k.arg in params)]  # fmt: skip
+    for name, node in given:
+        with contextlib.suppress(Unknown, TypeError, ValueError, IndexError, KeyError):
+            bound[name] = _value(node, env)
+    last = returns[-1]
+    outer = {k: v for k, v in env.items() if k not in params}  # an unbound parameter stays so
+    inner = _replay(fn, {**outer, **bound}, last.lineno, helpers, depth + 1)
+    assert last.value is not None
+    if isinstance(last.value, ast.Tuple):
+        return tuple(_value(e, inner) for e in last.value.elts)
+    return _value(last.value, inner)
+
+
 def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], list[ArgSpec], str]:
     """(init keywords, arguments, the dtype a MODULE entry is cast to or "") of the call at one
     sweep point; `Unknown` when an argument is neither a tensor the script built nor a value."""
-    env = _replay(sc.function, point, sc.line)
+    env = _replay(sc.function, point, sc.line, sc.helpers)
     init = {k: _literal(v, env) for k, v in sc.init.items()}
     init = {
         k: (_dtype_name(v) if isinstance(v, str) and v.startswith("torch.") else v)

@@ -677,7 +677,7 @@ def test_gather():
 
 @pytest.mark.parametrize(
     ("module", "reached"),
-    [("pkg.ops.nsa.parallel", True), ("ops.nsa.parallel", True), ("parallel", True),
+    [("pkg.ops.nsa.parallel", True), ("ops.nsa.parallel", True), ("parallel", False),
      ("pkg.ops.gla.parallel", False)],
 )  # fmt: skip
 def test_a_sibling_package_s_module_of_the_same_name_is_not_the_task_s(
@@ -685,14 +685,48 @@ def test_a_sibling_package_s_module_of_the_same_name_is_not_the_task_s(
 ) -> None:
     """flash-linear-attention's NSA kernels live in `fla/ops/nsa/parallel.py`: a test of
     `fla.ops.simple_gla.parallel` does not reach them (it did when any module named
-    `parallel` counted); a tail of the target's name does (a script with the package on its
-    path)."""
+    `parallel` counted), nor a bare `parallel` (its tests' `from utils import assert_close`
+    named `fla/ops/nsa/utils.py` so); a dotted tail of the target's name does."""
     from eval.workload_scripts import find_calls
 
     test = (f"import torch\nfrom {module} import attend\n\n\ndef test_attend():\n"
             f"    q = torch.randn(2, 64, 4, 32)\n    attend(q)\n")  # fmt: skip
     calls, _ = find_calls("tests/test_a.py", test, {"pkg.ops.nsa.parallel"}, set(), test=True)
     assert bool(calls) is reached
+
+
+HELPER_STYLE = """import pytest
+import torch
+
+from pkg.ops.rowscale import rowscale
+
+
+def _make_inputs(T, D, dtype=torch.bfloat16):
+    x = torch.randn(T, D, dtype=dtype)
+    w = _weights(D)
+    return x, w
+
+
+def _weights(D):
+    return torch.randn(D, dtype=torch.float32)
+
+
+@pytest.mark.parametrize("T, D", [(128, 4096)])
+def test_rowscale(T, D):
+    x, w = _make_inputs(T, D)
+    out = rowscale(x, w)
+"""
+
+
+def test_inputs_built_by_a_helper_of_the_test_module(tmp_path: Path) -> None:
+    # Megatron-LM's fused-MoE tests and sixteen flash-linear-attention benchmark scripts build
+    # their inputs in a module-level helper: its body is replayed with the call's arguments
+    plan = _plan(tmp_path, {"pkg/ops/rowscale.py": ROWSCALE, "tests/test_rs.py": HELPER_STYLE})
+    assert [c.source for c in plan.calls] == [Source.TEST_CALL] * 3, plan.tried
+    x, w = plan.calls[0].args
+    t = plan.calls[0].dims["T"]
+    assert t % 128 == 0 and t > 128 and x.shape == (t, 4096) and x.dtype == "bfloat16"
+    assert w.shape == (4096,) and w.dtype == "float32"  # through a helper of the helper
 
 
 def test_a_test_reads_tensors_kept_through_operations_and_layouts() -> None:
