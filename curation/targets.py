@@ -238,6 +238,52 @@ def keep_base_imports(source: str, base_file: bytes, gold_file: bytes, name: str
 _DEFS = ("function_definition", "decorated_definition")
 
 
+def keep_base_globals(source: str, base_file: bytes, gold_file: bytes, kept: set[str]) -> str:
+    """A kernel's base `source` preceded by the module-level statements of the base file that
+    bind names it uses and the gold file no longer binds (and, in turn, what those use): the
+    setup state keeps the gold module, so a base kernel whose decorator reads
+    `_AUTOTUNE_CONFIGS` (Megatron-LM #4603) or whose body calls `safe_exp` (flash-linear-
+    attention #463), both gone in the gold, would fail with a NameError at the base variant:
+    a failure the PR did not fix. Module-level, since a Triton kernel resolves its globals in
+    its module; `kept` (the names one file already got) is updated. The gold variant is the
+    gold tree itself, so these statements never reach it."""
+    gold_bound = _module_names(gold_file)
+    try:
+        text = base_file.decode()
+        base = ast.parse(base_file)
+    except (SyntaxError, ValueError):
+        return source
+    if gold_bound is None:
+        return source
+    lines = text.splitlines(keepends=True)
+    binding: dict[str, ast.stmt] = {}
+    for node in base.body:  # module-level statements only (one inside an `if` stays)
+        for name in bound_names([node]):
+            binding.setdefault(name, node)
+    chosen: list[ast.stmt] = []
+    todo = set(re.findall(r"[A-Za-z_]\w*", source))
+    while todo:
+        name = todo.pop()
+        found = binding.get(name)
+        if found is None or name in gold_bound or name in kept or found in chosen:
+            continue
+        kept.add(name)
+        chosen.append(found)
+        todo |= set(re.findall(r"[A-Za-z_]\w*", _segment(lines, found)))
+    if not chosen:
+        return source
+    chosen.sort(key=lambda n: (not isinstance(n, ast.Import | ast.ImportFrom), n.lineno))
+    log.info("a base kernel keeps %s, which the gold module no longer binds",
+             ", ".join(sorted(kept)))  # fmt: skip
+    return "".join(_segment(lines, n).rstrip("\n") + "\n\n\n" for n in chosen) + source
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    """A module-level statement's source, decorators included."""
+    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    return "".join(lines[start - 1 : node.end_lineno])
+
+
 def _is_docstring(statement: Node) -> bool:
     """Whether a body's first statement is its docstring (a plain string expression)."""
     kids = statement.named_children
@@ -316,11 +362,18 @@ def setup_files(
     for kernel in kernels:
         by_name.setdefault((kernel.file, kernel.name), []).append(kernel)
     items: dict[str, list[KernelSource]] = {}
+    kept: dict[str, set[str]] = {}  # per file: the base names its kernels' sources restored
     for t in targets:
         same = by_name.get((t.file, t.name)) if t.role is not TargetRole.WRAPPER else None
         k = same.pop(0) if same else None
         if k is not None:  # a kernel or helper: its base source, or a stub of the gold one
             source = k.before_src if k.before_src is not None else stub(k.after_src or "")
+            base = base_files.get(k.old_file or k.file)
+            if k.before_src is not None and base is not None and t.file in gold_files:
+                # the file's targets are restored by their own items, never twice
+                own = {x.name.split(".")[0] for x in targets if x.file == t.file}
+                source = keep_base_globals(source, base, gold_files[t.file],
+                                           kept.setdefault(t.file, own))  # fmt: skip
         else:  # a wrapper: its base version by qualified name, or a stub
             kern = next(x for x in kernels if x.file == t.file)
             base = base_files.get(kern.old_file or kern.file)
@@ -329,6 +382,10 @@ def setup_files(
             source = old.source if old is not None else stub(gold_def.source)
             if old is not None and base is not None:
                 source = keep_base_imports(source, base, gold_files[t.file], t.name)
+                if "." not in t.name:  # a module-level wrapper: the helpers it calls too
+                    own = {x.name.split(".")[0] for x in targets if x.file == t.file}
+                    source = keep_base_globals(source, base, gold_files[t.file],
+                                               kept.setdefault(t.file, own))  # fmt: skip
         items.setdefault(t.file, []).append(KernelSource(t.file, t.name, source))
     out = {}
     for path, group in items.items():

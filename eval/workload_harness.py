@@ -158,9 +158,17 @@ class Call:
 
 
 def _value(torch: Any, a: dict[str, Any]) -> Any:
+    """A plain argument: a dtype (`{"dtype": "bfloat16"}`), a member of the variant's code
+    (`{"ref": "module:Class.MEMBER"}`), or the value itself."""
     v = a.get("value")
     if isinstance(v, dict) and "dtype" in v:
         return getattr(torch, v["dtype"])
+    if isinstance(v, dict) and "ref" in v:
+        module, _, attrs = v["ref"].partition(":")
+        obj: Any = importlib.import_module(module)
+        for part in attrs.split("."):
+            obj = getattr(obj, part)
+        return obj
     return v
 
 

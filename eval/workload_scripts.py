@@ -106,6 +106,9 @@ class ScriptCall:
     cast: tuple[ast.expr, ...] = ()  # MODULE: what it may be cast to once built (`_cast_of`)
     # the script's module-level functions: helpers that build inputs (`_make_moe_inputs`)
     helpers: Mapping[str, ast.FunctionDef] = field(default_factory=dict)
+    # every `from m import n [as a]` of the script: local name -> (m, n), for the members of an
+    # imported class or module passed as arguments (`ActivationType.SQUARED_RELU`)
+    imports: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
@@ -486,6 +489,7 @@ def find_calls(
         return [], f"{path}:{tree.lineno}: does not parse"
     reach = relevance(tree, modules, names, defined)
     helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    script_imports = _imports(tree)
     if not reach:
         return [], ""
     sweeps = [] if test else _sweeps(tree)
@@ -557,7 +561,7 @@ def find_calls(
             module, name = reach[local]
             entry = Entry(module, name, kind, method)
             calls.append(ScriptCall(path, node.lineno, entry, fn, node, init, sweeps, local, cast,
-                                    helpers))  # fmt: skip
+                                    helpers, script_imports))  # fmt: skip
     if not calls:
         return [], f"{path}: imports {', '.join(sorted(reach))} but never calls it"
     return calls, ""
@@ -753,13 +757,25 @@ def _written(call: ast.Call, env: Mapping[str, Any], kw: Mapping[str, ast.expr],
         shape.append(len(level))
         level = level[0] if level else None
     flat = _flat(values)
-    if not shape or not flat or not all(type(v) in (int, float, bool) for v in flat):
-        raise Unknown("tensor")
+    if not flat or not all(type(v) in (int, float, bool) for v in flat):
+        raise Unknown("tensor")  # `torch.tensor(n)` (a scalar: shape ()) is written out too
     kinds = {type(v) for v in flat}
     default = {frozenset({bool}): "torch.bool", frozenset({int}): "torch.int64"}.get(
         frozenset(kinds), "torch.float32")  # fmt: skip
     dtype = _literal(kw["dtype"], env) if "dtype" in kw else default
     return TensorValue(tuple(shape), _dtype_name(dtype), "values", {"values": values}, grad)
+
+
+def _member(node: ast.expr, imports: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """`ActivationType.SQUARED_RELU` of `from pkg.moe import ActivationType`: a reference the
+    harness resolves in the variant's tree (`{"ref": "pkg.moe:ActivationType.SQUARED_RELU"}`);
+    `Unknown` for anything else."""
+    path = _dotted(node)
+    root = path.split(".", 1)[0]
+    if "." not in path or root not in imports:
+        raise Unknown(path or type(node).__name__)
+    module, name = imports[root]
+    return {"ref": f"{module}:{name}.{path.split('.', 1)[1]}"}
 
 
 def _flat(values: Any) -> list[Any]:
@@ -890,7 +906,10 @@ def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], 
         try:
             value = _tensor(node, env)
         except Unknown:
-            value = _literal(node, env)
+            try:
+                value = _literal(node, env)
+            except Unknown:
+                value = _member(node, sc.imports)
         if isinstance(value, TensorValue):
             by_name = rule_for(name, value.dtype)
             if value.rule == "index" and by_name in ("labels", "offsets", "topk"):

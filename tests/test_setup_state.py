@@ -316,6 +316,74 @@ def test_a_base_wrapper_keeps_the_imports_the_gold_module_dropped() -> None:
     )
 
 
+BASE_KERNELS = """import triton
+import triton.language as tl
+
+WARPS = 4
+_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=WARPS) for b in (64, 128)]
+
+
+@triton.jit
+def safe_exp(x):
+    return tl.exp(tl.where(x <= 0, x, float("-inf")))
+
+
+@triton.autotune(configs=_CONFIGS, key=["n"])
+@triton.jit
+def decay_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, safe_exp(x), mask=offs < n)
+"""
+
+GOLD_KERNELS = """import triton
+import triton.language as tl
+
+from pkg.ops.utils import exp
+
+
+@triton.jit
+def decay_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, exp(tl.minimum(x, 0)), mask=offs < n)
+"""
+
+
+def test_a_base_kernel_keeps_the_module_names_the_gold_dropped(tmp_path: Path) -> None:
+    """Megatron-LM #4603: the base kernel's decorator reads `_AUTOTUNE_CONFIGS`, which the PR
+    deleted with the autotuning; flash-linear-attention #463's base kernels call `safe_exp`,
+    which the PR replaced. Spliced into the gold module as they are, the base kernels raise
+    NameError: the setup state failed for a reason the PR did not fix (28 tasks, 6 of them
+    verified, 2026-12-05). Their module-level bindings come with them, and what those use."""
+    from curation.splice import definitions
+    from curation.targets import keep_base_globals
+
+    base, gold = BASE_KERNELS.encode(), GOLD_KERNELS.encode()
+    kept: set[str] = set()
+    source = keep_base_globals(definitions(base)["decay_kernel"].source, base, gold, kept)
+    assert kept == {"_CONFIGS", "WARPS", "safe_exp"}
+    # in the base file's order, before the kernel (`WARPS`, which `_CONFIGS` reads, first)
+    order = [source.index(x) for x in ("WARPS = 4", "_CONFIGS = [", "def safe_exp", "def decay")]
+    assert order == sorted(order)
+    # the setup module imports (Triton reads a kernel's source from its file)
+    import importlib.util
+
+    module = tmp_path / "setup_kernels.py"
+    module.write_text(GOLD_KERNELS.replace("from pkg.ops.utils import exp\n", "") + source)
+    spec = importlib.util.spec_from_file_location("setup_kernels", module)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    assert [c.kwargs["BLOCK"] for c in loaded.decay_kernel.configs] == [64, 128]
+    assert "@triton.jit\ndef safe_exp" in source
+    again = keep_base_globals(definitions(base)["decay_kernel"].source, base, gold, kept)
+    assert again == definitions(base)["decay_kernel"].source  # one file gets them once
+    assert keep_base_globals(definitions(gold)["decay_kernel"].source, gold, gold, set()) == (
+        definitions(gold)["decay_kernel"].source
+    )  # nothing dropped, nothing added
+
+
 SCALE_BASE = """import torch
 import triton
 import triton.language as tl

@@ -624,14 +624,25 @@ from pkg.ops.rs import rowslice
 
 
 def test_rowslice():
+    from pkg.ops.modes import Mode
+
     x = torch.randn(16, 256)
     table = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32)
-    rowslice(x, torch.tensor([5], device="cuda"), table)
+    rowslice(x, torch.tensor([5], device="cuda"), table, torch.tensor(16, dtype=torch.int32),
+             Mode.FAST)
 """
     calls, why = find_calls("tests/test_rs.py", test, {"pkg.ops.rs"}, set(), test=True)
     assert why == "" and len(calls) == 1
     _, args, _ = evaluate(calls[0], {})
-    _, pos, table = args
+    _, pos, table, valid, mode = args
+    # a scalar tensor (Megatron-LM's valid-token count), and a member of an imported class the
+    # harness resolves in the variant's tree (`ActivationType.SQUARED_RELU`)
+    assert (valid.shape, valid.dtype, valid.params) == ((), "int32", {"values": 16})
+    assert not mode.tensor and mode.value == {"ref": "pkg.ops.modes:Mode.FAST"}
+    from eval.workload_harness import _value
+
+    ref = {"value": {"ref": "collections:OrderedDict.fromkeys"}}
+    assert _value(torch, ref) == __import__("collections").OrderedDict.fromkeys
     assert (pos.shape, pos.dtype, pos.rule, pos.params) == (
         (1,),
         "int64",
@@ -647,6 +658,8 @@ def test_rowslice():
     }
     built = make_tensor(torch, spec, torch.Generator().manual_seed(0), "cpu")
     assert built.dtype == torch.int32 and built.tolist() == [[0, 1], [2, 3]]
+    spec = {"shape": [], "dtype": valid.dtype, "rule": valid.rule, "params": valid.params}
+    assert make_tensor(torch, spec, torch.Generator().manual_seed(0), "cpu").item() == 16
 
 
 def test_an_integer_tensor_filled_in_a_loop_gives_no_call() -> None:
