@@ -4,7 +4,7 @@
 #   1. the five Liger-Kernel references of call31.sh (lig_opt.txt) side by side, at most 280 s,
 #      beside Megatron-LM #5608's workload (cold wall time: compiling dominates; its tests
 #      were run on 2026-12-04, the workload came from its test's fixture that day);
-#   2. Megatron-LM #4460's workload (kernel time, its tests run 2026-12-03; its first workload
+#   2. Megatron-LM #4460's and #6521's workloads (kernel time; #4460's tests ran 2026-12-03, its first workload
 #      run failed to start its wheelhouse venv in the sandbox, fixed since) on a quiet GPU;
 #   3. the Liger-Kernel workloads (call31.sh wl) for the rest of the call.
 # Both Megatron-LM tasks run on their wheelhouses (omegaconf, pydantic: .carry/m/wh).
@@ -27,6 +27,7 @@ timeout -k 30 -s INT $([ "$ONLY" = meg ] && echo 200 || echo 270) python3 -m eva
 echo "5608 rc $? after $(( $(date +%s) - S )) s" >> $O/meg5608.log
 wait
 timeout -k 30 -s INT $(( $(left) - 20 )) python3 -m eval workload --tasks $T --task megatron-lm__4460__causal_conv1d_update_kernel \
+  --task megatron-lm__6521___weighted_silu_mul_bounded_kernel \
   $R $W --force --timeout 150 --out /tmp/wm2 > $O/meg4460.log 2>&1
 echo "4460 rc $? after $(( $(date +%s) - S )) s" >> $O/meg4460.log
 L=$(left); [ "$ONLY" != meg ] && [ $L -gt 120 ] && timeout -k 30 -s INT $(( L - 20 )) python3 -m eval workload --tasks $T \
