@@ -262,7 +262,7 @@ def keep_base_globals(source: str, base_file: bytes, gold_file: bytes, kept: set
         for name in bound_names([node]):
             binding.setdefault(name, node)
     chosen: list[tuple[int, str]] = []  # (base line, text): imports first, then definitions
-    todo = set(re.findall(r"[A-Za-z_]\w*", source))
+    todo = _free_names(source)
     while todo:
         name = todo.pop()
         found = binding.get(name)
@@ -276,13 +276,32 @@ def keep_base_globals(source: str, base_file: bytes, gold_file: bytes, kept: set
         if any(t == text_of for _, t in chosen):
             continue
         chosen.append((found.lineno, text_of))
-        todo |= set(re.findall(r"[A-Za-z_]\w*", text_of))
+        todo |= _free_names(text_of)
     if not chosen:
         return source
     chosen.sort()
     log.info("a base target keeps %s, which the gold module no longer binds",
              ", ".join(sorted(n for n in kept if n in binding)))  # fmt: skip
     return "".join(t.rstrip("\n") + "\n\n\n" for _, t in chosen) + source
+
+
+def _free_names(source: str) -> set[str]:
+    """The names a definition (or statement) reads that it does not bind itself: parameters,
+    assignments and nested definitions left out; attributes and strings are not names."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError):
+        return set(re.findall(r"[A-Za-z_]\w*", source))  # unparsable: every word, to be safe
+    loads: set[str] = set()
+    stores: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+        elif isinstance(node, ast.arg):
+            stores.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stores.add(node.name)
+    return loads - stores
 
 
 def _segment(lines: list[str], node: ast.stmt) -> str:
@@ -578,6 +597,7 @@ def roundtrip_errors(
                 source = k.after_src if k is not None else gold_defs[t.name].source
                 items.append(KernelSource(f, t.name, source or ""))
             setup_bytes = (root / f).read_bytes() if (root / f).exists() else b""
+            errors += _unbound_errors(f, setup_bytes, targets, kernels, base_files)
             try:
                 back = splice_file(setup_bytes, f, items)
             except SpliceError as exc:
@@ -587,6 +607,35 @@ def roundtrip_errors(
             if back != gold_files[f] and _without_kept(back, gold_files[f], names) != gold_files[f]:
                 errors.append(f"{f}: the setup state plus the gold targets is not the gold file")
     return errors
+
+
+def _unbound_errors(
+    path: str,
+    setup: bytes,
+    targets: Sequence[Target],
+    kernels: Sequence[TargetKernel],
+    base_files: Mapping[str, bytes],
+) -> list[str]:
+    """A base target of the setup state that uses a name its base module bound and the setup
+    module does not (the base variant would fail on the name, not on what the PR fixed)."""
+    setup_bound = _module_names(setup)
+    if setup_bound is None:
+        return []
+    wanted = {(t.file, t.name) for t in targets if t.role is not TargetRole.WRAPPER}
+    out = []
+    for k in kernels:
+        base = base_files.get(k.old_file or k.file)
+        if k.file != path or (k.file, k.name) not in wanted or k.before_src is None or not base:
+            continue
+        try:
+            base_top = bound_names(ast.parse(base).body)  # as `keep_base_globals` reads it
+        except (SyntaxError, ValueError):
+            continue
+        missing = sorted(n for n in _free_names(k.before_src) & base_top if n not in setup_bound)
+        if missing:
+            out.append(f"{path}: the setup state's base {k.name} uses {', '.join(missing)}, "
+                       "which the setup module does not bind")  # fmt: skip
+    return out
 
 
 def _without_kept(data: bytes, gold: bytes, targets: set[str]) -> bytes:

@@ -392,6 +392,31 @@ def test_a_base_kernel_keeps_the_module_names_the_gold_dropped(tmp_path: Path) -
     )  # nothing dropped, nothing added
 
 
+def test_the_setup_state_binds_what_its_base_kernel_reads_and_the_check_says_when_not(
+    repo: TinyRepo, tmp_path: Path
+) -> None:
+    """End to end on a tiny framework: a PR that drops the module constant its kernel read."""
+    gold = NEG_MODULE.replace("SCALE = 1.0\n\n\n", "").replace(" * SCALE, mask", " * 2.0, mask")
+    repo.write("pkg/ops/neg.py", gold)
+    repo.commit("Fold the neg scale into the kernel (#5)")
+    tdir = _tasks(tmp_path, repo)["5"]
+    neg = (_setup_tree(repo, tdir, tmp_path / "setup") / "pkg/ops/neg.py").read_text()
+    assert "SCALE = 1.0" in neg and neg.index("SCALE = 1.0") < neg.index("def neg_kernel")
+    assert "* SCALE, mask" in neg  # the base kernel, with the name it reads
+    assert check_task(tdir).errors == []  # and the setup state plus the gold kernel is the gold
+    # here the setup state is the base itself (nothing else changed): an empty setup.patch
+    assert (tdir.read_bytes(TaskFile.SETUP_PATCH) or b"").strip() == b""
+    # a setup state without the constant (as before this check existed) fails the check
+    from mining.git import file_diff
+
+    base = tdir.source_path("before", "pkg/ops/neg.py").read_bytes()
+    without = base.replace(b"SCALE = 1.0\n\n\n", b"")
+    tdir.write(TaskFile.SETUP_PATCH, file_diff("pkg/ops/neg.py", base, without))
+    errors = check_task(tdir).errors
+    assert any("base neg_kernel uses SCALE, which the setup module does not bind" in e
+               for e in errors), errors  # fmt: skip
+
+
 SCALE_BASE = """import torch
 import triton
 import triton.language as tl
