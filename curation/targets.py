@@ -239,9 +239,10 @@ _DEFS = ("function_definition", "decorated_definition")
 
 
 def keep_base_globals(source: str, base_file: bytes, gold_file: bytes, kept: set[str]) -> str:
-    """A kernel's base `source` preceded by the module-level statements of the base file that
-    bind names it uses and the gold file no longer binds (and, in turn, what those use): the
-    setup state keeps the gold module, so a base kernel whose decorator reads
+    """A base target's `source` (a kernel, or a module-level wrapper) preceded by the
+    module-level statements of the base file that bind names it uses and the gold file no
+    longer binds (and, in turn, what those use): the setup state keeps the gold module, so a
+    base kernel whose decorator reads
     `_AUTOTUNE_CONFIGS` (Megatron-LM #4603) or whose body calls `safe_exp` (flash-linear-
     attention #463), both gone in the gold, would fail with a NameError at the base variant:
     a failure the PR did not fix. Module-level, since a Triton kernel resolves its globals in
