@@ -249,19 +249,11 @@ def keep_base_globals(source: str, base_file: bytes, gold_file: bytes, kept: set
     its module; `kept` (the names one file already got) is updated. The gold variant is the
     gold tree itself, so these statements never reach it."""
     gold_bound = _module_names(gold_file)
-    try:
-        text = base_file.decode()
-        base = ast.parse(base_file)
-    except (SyntaxError, ValueError):
+    binding = _base_bindings(base_file)
+    if gold_bound is None or binding is None:
         return source
-    if gold_bound is None:
-        return source
-    lines = text.splitlines(keepends=True)
+    lines = base_file.decode().splitlines(keepends=True)
     imports = _module_imports(base_file)  # name -> an import of that name alone
-    binding: dict[str, ast.stmt] = {}
-    for node in base.body:  # module-level statements only (one inside an `if` stays)
-        for name in bound_names([node]):
-            binding.setdefault(name, node)
     chosen: list[tuple[int, str]] = []  # (base line, text): imports first, then definitions
     todo = _free_names(source)
     while todo:
@@ -307,8 +299,32 @@ def _free_names(source: str) -> set[str]:
 
 def _segment(lines: list[str], node: ast.stmt) -> str:
     """A module-level statement's source, decorators included."""
-    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    return "".join(lines[start - 1 : node.end_lineno])
+    return "".join(lines[_first_line(node) - 1 : node.end_lineno])
+
+
+def _first_line(node: ast.stmt) -> int:
+    """A statement's first line, its decorators' included."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
+def _file_targets(targets: Sequence[Target], path: str) -> set[str]:
+    """The module-level names of the targets in `path` (a method: its class)."""
+    return {t.name.split(".")[0] for t in targets if t.file == path}
+
+
+@lru_cache(maxsize=64)
+def _base_bindings(src: bytes) -> Mapping[str, ast.stmt] | None:
+    """Name -> the module-level statement that first binds it (None: the file does not
+    parse); what `keep_base_globals` restores and `_unbound_errors` checks, read once a file."""
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return None
+    binding: dict[str, ast.stmt] = {}
+    for node in tree.body:  # module-level statements only (one inside an `if` stays)
+        for name in bound_names([node]):
+            binding.setdefault(name, node)
+    return binding
 
 
 def _is_docstring(statement: Node) -> bool:
@@ -396,11 +412,7 @@ def setup_files(
         if k is not None:  # a kernel or helper: its base source, or a stub of the gold one
             source = k.before_src if k.before_src is not None else stub(k.after_src or "")
             base = base_files.get(k.old_file or k.file)
-            if k.before_src is not None and base is not None and t.file in gold_files:
-                # the file's targets are restored by their own items, never twice
-                own = {x.name.split(".")[0] for x in targets if x.file == t.file}
-                source = keep_base_globals(source, base, gold_files[t.file],
-                                           kept.setdefault(t.file, own))  # fmt: skip
+            restored = k.before_src is not None
         else:  # a wrapper: its base version by qualified name, or a stub
             kern = next(x for x in kernels if x.file == t.file)
             base = base_files.get(kern.old_file or kern.file)
@@ -409,10 +421,11 @@ def setup_files(
             source = old.source if old is not None else stub(gold_def.source)
             if old is not None and base is not None:
                 source = keep_base_imports(source, base, gold_files[t.file], t.name)
-                if "." not in t.name:  # a module-level wrapper: the helpers it calls too
-                    own = {x.name.split(".")[0] for x in targets if x.file == t.file}
-                    source = keep_base_globals(source, base, gold_files[t.file],
-                                               kept.setdefault(t.file, own))  # fmt: skip
+            restored = old is not None and "." not in t.name  # a module-level wrapper
+        if restored and base is not None and t.file in gold_files:
+            # the file's targets are restored by their own items, never twice
+            own = kept.setdefault(t.file, _file_targets(targets, t.file))
+            source = keep_base_globals(source, base, gold_files[t.file], own)
         items.setdefault(t.file, []).append(KernelSource(t.file, t.name, source))
     out = {}
     for path, group in items.items():
@@ -604,8 +617,9 @@ def roundtrip_errors(
             except SpliceError as exc:
                 errors.append(f"{f}: the gold targets do not splice into the setup state: {exc}")
                 continue
-            names = {t.name.split(".")[0] for t in targets if t.file == f}
-            if back != gold_files[f] and _without_kept(back, gold_files[f], names) != gold_files[f]:
+            if back != gold_files[f] and (
+                _without_kept(back, gold_files[f], _file_targets(targets, f)) != gold_files[f]
+            ):
                 errors.append(f"{f}: the setup state plus the gold targets is not the gold file")
     return errors
 
@@ -628,11 +642,11 @@ def _unbound_errors(
         base = base_files.get(k.old_file or k.file)
         if k.file != path or (k.file, k.name) not in wanted or k.before_src is None or not base:
             continue
-        try:
-            base_top = bound_names(ast.parse(base).body)  # as `keep_base_globals` reads it
-        except (SyntaxError, ValueError):
+        base_top = _base_bindings(base)  # as `keep_base_globals` reads it
+        if base_top is None:
             continue
-        missing = sorted(n for n in _free_names(k.before_src) & base_top if n not in setup_bound)
+        missing = sorted(n for n in _free_names(k.before_src) & base_top.keys()
+                         if n not in setup_bound)  # fmt: skip
         if missing:
             out.append(f"{path}: the setup state's base {k.name} uses {', '.join(missing)}, "
                        "which the setup module does not bind")  # fmt: skip
@@ -661,7 +675,7 @@ def _without_kept(data: bytes, gold: bytes, targets: set[str]) -> bytes:
             continue
         defines = isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in targets
         for kept in run if defines else []:
-            start = min([kept.lineno] + [d.lineno for d in getattr(kept, "decorator_list", [])])
+            start = _first_line(kept)
             end = kept.end_lineno or kept.lineno
             last = end
             while end < len(lines) and end < last + 2 and not lines[end].strip():

@@ -164,11 +164,8 @@ def _value(torch: Any, a: dict[str, Any]) -> Any:
     if isinstance(v, dict) and "dtype" in v:
         return getattr(torch, v["dtype"])
     if isinstance(v, dict) and "ref" in v:
-        module, _, attrs = v["ref"].partition(":")
-        obj: Any = importlib.import_module(module)
-        for part in attrs.split("."):
-            obj = getattr(obj, part)
-        return obj
+        module, _, name = v["ref"].partition(":")
+        return _resolve({"module": module, "name": name})
     return v
 
 
