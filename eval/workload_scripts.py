@@ -904,12 +904,9 @@ def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], 
         name = kw or (node.id if isinstance(node, ast.Name) else f"arg{i}")
         value: Any
         try:
-            value = _tensor(node, env)
+            value = _value(node, env)
         except Unknown:
-            try:
-                value = _literal(node, env)
-            except Unknown:
-                value = _member(node, sc.imports)
+            value = _member(node, sc.imports)
         if isinstance(value, TensorValue):
             by_name = rule_for(name, value.dtype)
             if value.rule == "index" and by_name in ("labels", "offsets", "topk"):
