@@ -35,6 +35,8 @@ RULES = {
     "offsets": "monotone from 0 to `total` in `segments` + 1 steps (cu_seqlens, offsets)",
     "topk": "per row, `k` distinct integers in [0, high) (expert ids, top-k indices)",
     "index": "integers in [0, high) (gather positions, block tables, token ids)",
+    "slots": "distinct integers in [0, high): one cache line per row (a decode batch's state "
+    "indices; random ones would make rows race on a line)",
     "mask": "booleans, a fraction `p` of them true",
     "zeros": "all zero (accumulators, outputs the call overwrites)",
     "values": "the `values` a test wrote out (`torch.tensor([5])`: a position, a small table)",
@@ -158,7 +160,10 @@ def make_tensor(torch: Any, spec: Mapping[str, Any], gen: Any, device: Any) -> A
         values = topk_rows(torch, shape, high, gen, device).to(dtype)
     elif rule == "values":
         values = torch.tensor(p["values"], device=device, dtype=dtype).reshape(shape)
-    elif rule == "index":
+    elif rule == "slots" and n <= int(p.get("high", 0)):
+        perm = torch.randperm(int(p["high"]), generator=gen, device=device)
+        values = perm[:n].reshape(shape).to(dtype)
+    elif rule in ("index", "slots"):
         high = max(1, int(p.get("high", 2)))
         low = int(p.get("low", 0))
         values = torch.randint(low, high, shape, generator=gen, device=device, dtype=torch.int64)

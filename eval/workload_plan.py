@@ -694,24 +694,94 @@ def _args_of(cap: Captured) -> list[tuple[str, Any, bool]]:
     return out
 
 
-def _specs(cap: Captured, tokens: int, factor: int, renames: Mapping[int, int]) -> list[ArgSpec]:
-    """The launch's arguments with the token dimension multiplied by `factor` and other sizes
-    renamed (`renames`: captured size -> model size)."""
+def _tensor_base(name: str) -> str:
+    """A pointer parameter's name without its `_ptr` ending, lower case (`conv_state_ptr` ->
+    `conv_state`): what the names of its stride parameters start with."""
+    return re.sub(r"_?ptr$", "", name.lower()) or name.lower()
+
+
+def _stride_owner(name: str, tensors: Mapping[str, Any]) -> str | None:
+    """The tensor parameter whose stride the scalar `name` is (`x_b_stride`, `stride_xm`,
+    `X_row_stride` of `x_ptr`, `x`, `X_ptr`): the longest tensor name it starts with or that
+    follows its `stride_`; None when it names no stride or no tensor."""
+    low = name.lower()
+    if "stride" not in low:
+        return None
+    owners = [t for t in tensors if low.startswith(_tensor_base(t) + "_")
+              or low.startswith("stride_" + _tensor_base(t))]  # fmt: skip
+    return max(owners, key=lambda t: len(_tensor_base(t)), default=None)
+
+
+def _new_stride(value: int, old: Mapping[str, Any], new: ArgSpec) -> int | None:
+    """The owner tensor's stride at the dimension whose captured stride was `value`, at the new
+    shape; None when no dimension, or dimensions with different new strides, had it."""
+    shape = [int(x) for x in old["shape"]]
+    before = old.get("stride") or _contiguous(shape)
+    after = new.stride or _contiguous(new.shape)
+    got = {after[i] for i, s in enumerate(before) if s == value}
+    return got.pop() if len(got) == 1 else None
+
+
+def _cache_lines(captured: Mapping[str, Mapping[str, Any]], tokens: int) -> int:
+    """The line count of a cache the token rows index (0 when none): an integer tensor along
+    the tokens whose captured values (all at least 0) fit the leading dimension of another
+    tensor that has more lines than rows, the smallest such dimension. A decode kernel's state
+    cache grows with the batch, its rows indexing distinct lines (rule `slots`)."""
+    for name, d in captured.items():
+        stats = d.get("int_stats") or {}
+        shape = [int(x) for x in d["shape"]]
+        if not stats or not shape or shape[0] != tokens or stats.get("min", -1) < 0:
+            continue
+        if rule_for(name, str(d["dtype"]).removeprefix("torch."), stats) != "index":
+            continue
+        fits = [int(o["shape"][0]) for n, o in captured.items() if n != name and o["shape"]
+                and int(o["shape"][0]) > max(tokens, stats["max"])]  # fmt: skip
+        if fits:
+            return min(fits)
+    return 0
+
+
+def token_scalars(cap: Captured, tokens: int) -> tuple[frozenset[str], str]:
+    """The scalar launch arguments that count the tokens (the captured value `tokens`): every
+    one of that value that is neither a `tl.constexpr` (a compile-time specialization: a
+    convolution `WIDTH`, a block size), a model width (`MODEL_KEYS`: `n_cols`, `dim`) nor a
+    stride (recomputed from its tensor); when several
+    are, those named like a token or batch dimension (`TOKEN_DIMS`, `TOKEN_SUFFIX`). Empty with
+    the reason when the values cannot tell them apart (`batch` 2 beside `state_len` 2 is told
+    by the name; `n` 2 beside `k` 2 is not)."""
+    constexprs = set(cap.record.get("constexprs") or {})
+    widths = set().union(*MODEL_KEYS.values())
+    equal = [n for n, d, _ in _args_of(cap) if type(d) is int and d == tokens and d > 1
+             and n not in constexprs and n not in widths
+             and "stride" not in n.lower()]  # fmt: skip
+    if len(equal) <= 1:
+        return frozenset(equal), ""
+    named = [n for n in equal if n in TOKEN_DIMS or TOKEN_SUFFIX.search(n)]
+    if named:
+        return frozenset(named), ""
+    return frozenset(), (f"{', '.join(equal)} all equal the token count {tokens}: "
+                         "which one counts tokens is unknown")  # fmt: skip
+
+
+def _specs(
+    cap: Captured, tokens: int, factor: int, renames: Mapping[int, int], scaled: Set[str]
+) -> list[ArgSpec]:
+    """The launch's arguments with the token dimension multiplied by `factor`, the token-count
+    scalars `scaled` with it, strides recomputed from their tensors, and other sizes renamed
+    (`renames`: captured size -> model size). A `tl.constexpr` is renamed, never scaled."""
     specs = []
-    biggest = max(
-        (
-            math.prod(d["shape"])
-            for _, d, _ in _args_of(cap)
-            if isinstance(d, dict) and "shape" in d
-        ),
-        default=0,
-    )
+    constexprs = set(cap.record.get("constexprs") or {})
+    big = _token_tensor(cap)
+    numel = math.prod(big["shape"]) if big else 0
+    captured = {n: d for n, d, _ in _args_of(cap) if isinstance(d, dict) and "shape" in d}
+    lines = _cache_lines(captured, tokens)
+    built: dict[str, ArgSpec] = {}
     for name, d, kw in _args_of(cap):
         if isinstance(d, dict) and "shape" in d:
             old = [int(x) for x in d["shape"]]
             shape = [renames.get(x, x) for x in old]
-            if shape and old[0] == tokens:
-                shape[0] = tokens * factor
+            if shape and old[0] in (tokens, lines):
+                shape[0] = old[0] * factor
             dtype = str(d["dtype"]).removeprefix("torch.")
             stats = d.get("int_stats")
             rule = rule_for(name, dtype, stats)
@@ -726,6 +796,8 @@ def _specs(cap: Captured, tokens: int, factor: int, renames: Mapping[int, int]) 
                 elif rule == "offsets":
                     total = stats["max"]
                     params = {"total": total * factor if total == tokens else total}
+                elif rule == "index" and lines and old and old[0] == tokens:
+                    rule, params = "slots", {"high": lines * factor}
                 elif rule in ("topk", "index"):
                     params = {
                         "high": renames.get(stats["max"] + 1, stats["max"] + 1),
@@ -734,29 +806,78 @@ def _specs(cap: Captured, tokens: int, factor: int, renames: Mapping[int, int]) 
             elif rule in ("labels", "index", "topk"):
                 params = {"high": 2}
             stride = _restride(old, d.get("stride") or _contiguous(old), shape)
-            specs.append(ArgSpec(name, True, tuple(shape), dtype, stride, rule, params, keyword=kw))
+            built[name] = ArgSpec(name, True, tuple(shape), dtype, stride, rule, params,
+                                  keyword=kw)  # fmt: skip
+            specs.append(built[name])
         else:
             value = d
-            if type(d) is int and d > 1:
-                scaled = d == tokens or (d == biggest and biggest)
-                value = d * factor if scaled else renames.get(d, d)
+            owner = _stride_owner(name, captured)
+            if type(d) is int and owner is not None and owner in built:
+                value = _new_stride(d, captured[owner], built[owner]) or renames.get(d, d)
+            elif type(d) is int and d > 1 and "stride" in name.lower():
+                value = renames.get(d, d)
+            elif type(d) is int and d > 1:
+                token = name in scaled or (d == numel and name not in constexprs)
+                value = d * factor if token else renames.get(d, d)
             specs.append(ArgSpec(name, False, value=value, keyword=kw))
     return specs
 
 
-def _grid(grid: Sequence[int], tokens: int, numel: int, factor: int) -> tuple[int, ...]:
+def _blocks(cap: Captured) -> tuple[int, ...]:
+    """The block sizes a grid dimension may divide a size by: 1 and the launch's power-of-two
+    `tl.constexpr` values (`BLOCK_M`, an autotuned config's), or every power of two up to 2^20
+    when it has none."""
+    values = [v for v in (cap.record.get("constexprs") or {}).values()
+              if type(v) is int and v > 1 and v & (v - 1) == 0]  # fmt: skip
+    return tuple(sorted({1, *values})) if values else tuple(2**j for j in range(21))
+
+
+def _follows(g: int, n: int, blocks: Sequence[int]) -> int | None:
+    """The block b for which the grid dimension `g` (> 1) is ceil(n / b), or None."""
+    return next((b for b in blocks if g > 1 and n and math.ceil(n / b) == g), None)
+
+
+def _grid(
+    grid: Sequence[int], tokens: int, numel: int, factor: int, blocks: Sequence[int]
+) -> tuple[int, ...]:
     """The launch grid at `factor` times the tokens: a grid dimension that was
-    ceil(tokens / b) or ceil(numel / b) for a power of two b stays so."""
+    ceil(tokens / b) or ceil(numel / b) for a block b (`_blocks`) stays so."""
     out = []
     for g in grid:
         new = g
         for n in (tokens, numel):
-            b = next((2**j for j in range(0, 21) if n and math.ceil(n / 2**j) == g), None)
-            if g > 1 and b is not None:
+            if (b := _follows(g, n, blocks)) is not None:
                 new = math.ceil(n * factor / b)
                 break
         out.append(int(new))
     return tuple(out)
+
+
+def _token_tensor(cap: Captured) -> Mapping[str, Any] | None:
+    """The tensor argument whose leading dimension counts the tokens: the largest one whose
+    leading dimension (or, for the largest, its element count) a grid dimension follows
+    (`_follows`), else the largest (a persistent or looping kernel's grid follows nothing).
+    A decode kernel's largest tensor is often a cache of a few lines while its grid runs over
+    the batch: scaling the cache would grow memory, not work."""
+    tensors = [d for _, d, _ in _args_of(cap) if isinstance(d, dict) and d.get("shape")]
+    if not tensors:
+        return None
+    tensors.sort(key=lambda d: -math.prod(d["shape"]))
+    grid = [int(g) for g in cap.record.get("grid") or [1]]
+    blocks = _blocks(cap)
+    for i, d in enumerate(tensors):
+        sizes = [int(d["shape"][0])] + ([math.prod(d["shape"])] if i == 0 else [])
+        if any(_follows(g, n, blocks) is not None for g in grid for n in sizes):
+            return d
+    return tensors[0]
+
+
+def scaling_problem(cap: Captured) -> str:
+    """Why the captured launch cannot be scaled ("" when it can)."""
+    big = _token_tensor(cap)
+    if big is None:
+        return "the launch has no tensor argument"
+    return token_scalars(cap, int(big["shape"][0]))[1]
 
 
 def scaled_calls(
@@ -768,10 +889,9 @@ def scaled_calls(
 ) -> list[WorkloadCall]:
     """The captured launch at the smallest power-of-two multiple of its token dimension whose
     estimate reaches `MIN_GOLD_US` (small), and 4x and 16x that (typical, large)."""
-    tensors = [d for _, d, _ in _args_of(cap) if isinstance(d, dict) and d.get("shape")]
-    if not tensors:
+    big = _token_tensor(cap)
+    if big is None:
         return []
-    big = max(tensors, key=lambda d: math.prod(d["shape"]))
     tokens = int(big["shape"][0])
     numel = math.prod(big["shape"])
     renames = dict(renames or {})
@@ -781,9 +901,14 @@ def scaled_calls(
     entry = Entry(module, cap.kernel, EntryKind.KERNEL)
     grid0 = [int(g) for g in cap.record.get("grid") or [1]]
 
+    scaled, problem = token_scalars(cap, tokens)
+    if problem:
+        return []
+    blocks = _blocks(cap)
+
     def at(factor: int) -> WorkloadCall:
-        specs = _specs(cap, tokens, factor, renames)
-        grid = _grid(grid0, tokens, numel, factor)
+        specs = _specs(cap, tokens, factor, renames, scaled)
+        grid = _grid(grid0, tokens, numel, factor, blocks)
         return _finish(
             WorkloadCall(
                 SizeLabel.TYPICAL,
@@ -873,7 +998,8 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
             )
         else:
             calls = scaled_calls(captured, mode)
-            tried.append(f"{Source.SCALED_TEST_CALL}: {len(calls)} sizes")
+            problem = scaling_problem(captured)
+            tried.append(f"{Source.SCALED_TEST_CALL}: {problem or f'{len(calls)} sizes'}")
     why = "" if calls else "no source gave a call: " + "; ".join(tried)
     return Workload(task.task_id, metric, why_metric, tuple(calls), why, tuple(tried))
 

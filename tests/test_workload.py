@@ -37,6 +37,7 @@ from eval.workload_plan import (
     from_models,
     plan_workload,
     scaled_calls,
+    scaling_problem,
     workload_mode,
 )
 from eval.workload_run import GitTreeView, summarize_result
@@ -859,6 +860,96 @@ def test_the_scaling_rule_reaches_100_us_along_the_token_dimension() -> None:
     assert small.args[3].value == 64 and small.args[4].keyword and small.args[4].value == 64
     assert [c.args[0].shape[0] for c in calls] == [tokens, 4 * tokens, 16 * tokens]
     assert small.entry.kind is EntryKind.KERNEL and small.entry.module == "pkg.ops.rowscale"
+
+
+def _decode_capture() -> Captured:
+    """A decode-step kernel's launch (made up for this test): one program per batch row, 2 rows,
+    reading and writing a state cache of 4 lines through an index tensor; the convolution
+    width 4 is a constexpr, the weight's row stride is that width."""
+
+    def t(shape: list[int]) -> dict[str, object]:
+        return {"shape": shape, "dtype": "torch.float32", "stride": list(_contig(shape))}
+
+    rec = {
+        "grid": [2, 1],
+        "params": ["x_ptr", "x_b_stride", "state_ptr", "state_b_stride", "w_ptr",
+                   "w_c_stride", "idx_ptr", "batch", "state_len"],
+        "args": [t([2, 3, 64]), 192, t([4, 3, 64, 8]), 1536, t([64, 4]), 4,
+                 {"shape": [2], "dtype": "torch.int32", "stride": [1],
+                  "int_stats": {"min": 0, "max": 2, "negative": 0.0, "monotone": False}},
+                 2, 2],
+        "kwargs": {"WIDTH": 4, "BLOCK_DIM": 64},
+        "constexprs": {"WIDTH": 4, "BLOCK_DIM": 64},
+        "numel": 6000,
+    }  # fmt: skip
+    return Captured("conv_update_kernel", "pkg/ops/conv.py", rec)
+
+
+def _contig(shape: list[int]) -> list[int]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return out[::-1]
+
+
+def test_a_decode_launch_scales_its_batch_not_its_cache_or_its_constexprs() -> None:
+    calls = scaled_calls(_decode_capture(), Mode.FORWARD)
+    assert calls, scaling_problem(_decode_capture())
+    small = {a.name: a for a in calls[0].args}
+    rows = small["x_ptr"].shape[0]
+    assert rows > 2 and small["x_ptr"].shape[1:] == (3, 64)
+    # the grid runs over the batch (not over the cache, the largest tensor); the cache grows
+    # with it, two lines a row as captured, and every row gets its own line
+    assert small["state_ptr"].shape == (2 * rows, 3, 64, 8)
+    assert small["idx_ptr"].shape == (rows,) and small["idx_ptr"].rule == "slots"
+    assert small["idx_ptr"].params == {"high": 2 * rows}
+    assert small["w_ptr"].shape == (64, 4)
+    assert calls[0].grid == (rows, 1)
+    assert small["batch"].value == rows
+    # state_len equals the batch in the capture, but a name tells them apart; the width is a
+    # constexpr and the weight's stride follows its tensor, not the token count
+    assert small["state_len"].value == 2
+    assert small["WIDTH"].value == 4 and small["w_c_stride"].value == 4
+    assert small["x_b_stride"].value == 192 and small["state_b_stride"].value == 1536
+
+
+def test_slots_are_distinct_cache_lines() -> None:
+    from eval.workload_inputs import make_tensor
+
+    gen = torch.Generator().manual_seed(0)
+    spec = {"shape": [64], "dtype": "int32", "rule": "slots", "params": {"high": 128}}
+    t = make_tensor(torch, spec, gen, "cpu")
+    assert t.dtype == torch.int32 and len(set(t.tolist())) == 64
+    assert int(t.min()) >= 0 and int(t.max()) < 128
+
+
+def test_a_stride_follows_its_tensor_when_the_tokens_grow() -> None:
+    cap = _capture(tokens=8, cols=64)
+    rec = dict(cap.record)
+    # a column-major input: its column stride is the token count and grows with it
+    rec["params"] = ["x_ptr", "w_ptr", "out_ptr", "n_cols", "stride_x_col"]
+    x = {"shape": [8, 64], "dtype": "torch.float32", "stride": [1, 8]}
+    rec["args"] = [x, rec["args"][1], rec["args"][2], 64, 8]
+    call = scaled_calls(replace(cap, record=rec), Mode.FORWARD)[0]
+    rows = call.args[0].shape[0]
+    assert call.args[0].stride == (1, rows) and call.args[4].value == rows
+    # a row-major input whose row stride (and width) happen to equal the token count keeps them
+    square = _capture(tokens=8, cols=8)
+    rec = dict(square.record)
+    rec["params"] = ["x_ptr", "w_ptr", "out_ptr", "n_cols", "x_row_stride"]
+    rec["args"] = [*rec["args"][:3], 8, 8]
+    call = scaled_calls(replace(square, record=rec), Mode.FORWARD)[0]
+    assert call.args[0].shape[0] > 8 and call.args[3].value == 8 and call.args[4].value == 8
+
+
+def test_a_launch_whose_token_count_is_ambiguous_is_not_scaled() -> None:
+    cap = _capture(tokens=8, cols=64)
+    rec = dict(cap.record)
+    rec["params"] = ["x_ptr", "w_ptr", "out_ptr", "n", "k"]
+    rec["args"] = [*rec["args"][:3], 8, 8]
+    assert scaled_calls(replace(cap, record=rec), Mode.FORWARD) == []
+    assert "n, k all equal the token count 8" in scaling_problem(replace(cap, record=rec))
 
 
 def test_offsets_scale_with_the_tokens_and_labels_keep_their_range() -> None:
