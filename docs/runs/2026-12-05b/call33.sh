@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# 2026-12-05, third session, calls 33 and 34 (carry .whl .carry/deb and CARRY, default .carry/s;
+# build: make_carry33.sh):
+#   1. the references of ref.txt side by side (--force: the stored node ids are kept; a first
+#      flash-linear-attention run compiles cold, up to 300 s), at most REF seconds;
+#   2. then, on a quiet GPU, the workloads of wl.txt in order until END; resumable, a cut one
+#      is timed again by the next call.
+# Usage: [CARRY=.carry/t] call33.sh [END seconds, default 520] [REF seconds, default 270]
+. scripts/device_env.sh
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
+S=$(date +%s); END=${1:-520}; REF=${2:-270}; left() { echo $(( END - ($(date +%s) - S) )); }
+C=${CARRY:-.carry/s}; mkdir -p /tmp/cs && tar -xzf $C/tasks.tgz -C /tmp/cs; T=/tmp/cs/tasks
+touch -d '1 minute ago' $O/machine.txt
+R="--repo-path flash-linear-attention=$C/fla.git --repo-path liger-kernel=$C/lig.git --repo-path megatron-lm=$C/mlm.git"
+[ -s $C/ref.txt ] && [ $REF -gt 0 ] && { timeout -k 30 -s INT $REF python3 -m eval reference --tasks $T \
+  --task-file $C/ref.txt $R --force --wheelhouse $C/wh --timeout 420 --runs 3 --deadline 30 \
+  --jobs $(wc -l < $C/ref.txt) --out /tmp/rs --scratch /tmp/ss --triton-cache /tmp/tcs > $O/ref.log 2>&1
+  echo "references rc $? after $(( $(date +%s) - S )) s" >> $O/ref.log; }
+L=$(left); [ -s $C/wl.txt ] && [ $L -gt 100 ] && timeout -k 30 -s INT $(( L - 15 )) python3 -m eval workload --tasks $T \
+  --task-file $C/wl.txt $R --wheelhouse $C/wh --rounds 2 --memcheck --timeout 150 --deadline $(( L - 120 )) \
+  --scratch /tmp/sw --triton-cache /tmp/tw --out /tmp/ws > $O/wl.log 2>&1
+echo "workloads rc $? after $(( $(date +%s) - S )) s" >> $O/wl.log
+mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
+( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name 'workload*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
+tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
+for f in /tmp/pack/*.log; do echo "== $f"; grep -v "━" $f | tail -n 24 | cut -c1-220; done
