@@ -11,7 +11,8 @@
 S=$(date +%s); END=${1:-520}; REF=${2:-270}; left() { echo $(( END - ($(date +%s) - S) )); }
 C=${CARRY:-.carry/s}; mkdir -p /tmp/cs && tar -xzf $C/tasks.tgz -C /tmp/cs; T=/tmp/cs/tasks
 touch -d '1 minute ago' $O/machine.txt
-R="--repo-path flash-linear-attention=$C/fla.git --repo-path liger-kernel=$C/lig.git --repo-path megatron-lm=$C/mlm.git"
+R=""; for b in flash-linear-attention:fla liger-kernel:lig megatron-lm:mlm; do
+  [ -d $C/${b#*:}.git ] && R="$R --repo-path ${b%%:*}=$C/${b#*:}.git"; done
 [ -s $C/ref.txt ] && [ $REF -gt 0 ] && { timeout -k 30 -s INT $REF python3 -m eval reference --tasks $T \
   --task-file $C/ref.txt $R --force --wheelhouse $C/wh --timeout 420 --runs 3 --deadline 30 \
   --jobs $(wc -l < $C/ref.txt) --out /tmp/rs --scratch /tmp/ss --triton-cache /tmp/tcs > $O/ref.log 2>&1
