@@ -81,6 +81,35 @@ def run_dirs(sources: list[Path], scratch: Path) -> Iterator[Path]:
         yield from sorted(found)
 
 
+def _run_files(run: Path) -> list[TaskFile]:
+    """The run files a run folder holds (`RUN_FILES`), with the workload plan when it holds a
+    workload result: the plan the result was measured on (a dataset row needs both)."""
+    files = [f for f in RUN_FILES if (run / f).is_file()]
+    if TaskFile.WORKLOAD_RESULT in files and (run / TaskFile.WORKLOAD).is_file():
+        files.append(TaskFile.WORKLOAD)
+    return files
+
+
+def _measured_at(path: Path) -> str:
+    """A workload result's `measured_at` ("" when it has none or is unreadable)."""
+    try:
+        return str(json.loads(path.read_text()).get("measured_at") or "")
+    except (OSError, ValueError):
+        return ""
+
+
+def _remeasured(run: Path, tdir: TaskDir) -> list[TaskFile]:
+    """The workload files of a run that timed the task again after the directory's result (a
+    workload run keeps the reference's verdict, so its date is the result's own): the result
+    and the plan it was measured on."""
+    theirs, ours = run / TaskFile.WORKLOAD_RESULT, tdir.path(TaskFile.WORKLOAD_RESULT)
+    if not theirs.is_file() or not ours.is_file():
+        return []
+    if _measured_at(theirs) <= _measured_at(ours):
+        return []
+    return [f for f in (TaskFile.WORKLOAD_RESULT, TaskFile.WORKLOAD) if (run / f).is_file()]
+
+
 def merge_one(run: Path, tasks: Path) -> str:
     """Merge one run folder into `tasks/<its name>`; what was done, or why it was skipped."""
     tdir = TaskDir(tasks / run.name)
@@ -109,7 +138,8 @@ def merge_one(run: Path, tasks: Path) -> str:
         # the run the directory's verdict came from, which `eval rejudge` (a workload, a new
         # reason) may have revised since: the verdict stays, missing run files are added
         # (Liger-Kernel #1187 went back to "no workload measured yet" before this check)
-        added = [f for f in RUN_FILES if (run / f).is_file() and not tdir.path(f).exists()]
+        added = [f for f in _run_files(run) if not tdir.path(f).exists()]
+        added += [f for f in _remeasured(run, tdir) if f not in added]
         for f in added:
             shutil.copyfile(run / f, tdir.path(f))
         if tdir.path(TaskFile.REFERENCE).is_file():
@@ -118,7 +148,7 @@ def merge_one(run: Path, tasks: Path) -> str:
         return f"kept: the directory has this run's verdict ({current.status}), added {files}"
     tests = from_json(TestSelection, ran["tests"], str(run / "task.json"))
     tdir.record_verification(verdict, tests.node_ids)
-    copied = [f for f in RUN_FILES if (run / f).is_file()]
+    copied = _run_files(run)
     for f in copied:
         shutil.copyfile(run / f, tdir.path(f))
     if TaskFile.REFERENCE in copied:

@@ -51,6 +51,8 @@ def test_a_run_returns_only_to_its_own_task_and_never_over_a_newer_verdict(
     assert "setup state 0123456789abcdef" in capsys.readouterr().out
     # the call's archive, holding an archive of the task files (call5.sh packs so)
     run = _run_copy(tdir.root, tmp_path / "call" / "tasks")
+    (run / "workload_result.json").write_text('{"measured_at": "2026-12-03T10:30:00+00:00"}')
+    (run / "workload.json").write_text('{"plan": 0}')
     with tarfile.open(tmp_path / "call" / "tasks.tar", "w") as tar:
         tar.add(run, arcname=f"./{run.name}")
     shutil.rmtree(run.parent)
@@ -62,6 +64,8 @@ def test_a_run_returns_only_to_its_own_task_and_never_over_a_newer_verdict(
     assert task.verification.status == "verified" and task.verification.setup
     assert task.tests.node_ids == ("tests/test_values.py::test_values",)
     assert tdir.path(TaskFile.REFERENCE).read_text() == '{"from": "the gpu"}'
+    # the plan a workload result was measured on comes with it
+    assert tdir.path(TaskFile.WORKLOAD).read_text() == '{"plan": 0}'
     # an older run does not replace the newer verdict
     older = {"checked_at": "2026-12-01T00:00:00+00:00", "status": "unverified", "reason": "x"}
     _run_copy(tdir.root, tmp_path / "old", verification=older)
@@ -84,6 +88,22 @@ def test_a_run_returns_only_to_its_own_task_and_never_over_a_newer_verdict(
     assert tdir.load_task().verification.reason == rejudged["reason"]
     assert tdir.path(TaskFile.REFERENCE).read_text() == '{"from": "the gpu"}'
     assert tdir.path(TaskFile.WORKLOAD_RESULT).read_text() == '{"kept": true}'
+    # 2026-12-05, call 34: the same verdict timed again on a new plan (Megatron-LM #4460: the
+    # first plan failed on the base, the second measured 1.00x): the later result and its plan
+    # replace the earlier ones; an earlier result never replaces a later one
+    first = '{"measured_at": "2026-12-03T20:10:49+00:00", "speedup": null}'
+    tdir.path(TaskFile.WORKLOAD_RESULT).write_text(first)
+    tdir.path(TaskFile.WORKLOAD).write_text('{"plan": 1}')
+    later = _run_copy(tdir.root, tmp_path / "later", verification={"reason": "timed again"})
+    (later / "workload_result.json").write_text('{"measured_at": "2026-12-05T14:30:26+00:00"}')
+    (later / "workload.json").write_text('{"plan": 2}')
+    assert merge([str(tmp_path / "later"), "--tasks", str(tasks)]) == 0
+    assert "added workload_result.json; workload.json" in capsys.readouterr().out
+    assert tdir.path(TaskFile.WORKLOAD).read_text() == '{"plan": 2}'
+    (later / "workload_result.json").write_text(first)
+    (later / "workload.json").write_text('{"plan": 1}')
+    assert merge([str(tmp_path / "later"), "--tasks", str(tasks)]) == 0
+    assert tdir.path(TaskFile.WORKLOAD).read_text() == '{"plan": 2}'
 
 
 def test_a_partial_reference_goes_back_for_the_next_call_and_a_verdict_removes_it(
