@@ -254,6 +254,7 @@ def _build(
     fresh = sorted(tid for tid in rows if tid not in released)
     released_rows = _frozen_rows(out, frozen)
     shown = _shown_rows(out, manifest, released_rows)
+    _lapsed_rows(shown, rows)
     moved = _rejudged(frozen, shown, rows)
     noted = {t: rows[t]["verification"] for t in sorted(released)
              if t in rows and t in shown and _new_verdict(shown[t], rows[t])
@@ -342,11 +343,35 @@ def _new_verdict(shown: dict[str, Any], row: dict[str, Any]) -> bool:
     keeps the shown one."""
     v = row["verification"]
     if v is None or (v["status"] == "unverified" and v["checked_at"] is None):
-        return False
+        return _lapsed(shown, row)
     verdict, setup = _split_setup(v)
     if verdict != _split_setup(shown["verification"] or {})[0]:
         return True
     return setup is not None and setup != patch_digest((shown.get("setup_patch") or "").encode())
+
+
+LAPSED = (
+    "its setup state changed since its verdict (a curation fix: the setup patch differs "
+    "from the released row's), and it has not run on the new one yet"
+)
+
+
+def _lapsed(shown: dict[str, Any], row: dict[str, Any]) -> bool:
+    """A verified row whose task directory has no verdict on a setup patch other than the
+    row's: the verdict was the old setup state's (2026-12-05: base targets that lost the module
+    names the PR deleted failed for that alone), so it no longer stands."""
+    return verified(shown) and (row.get("setup_patch") or "") != (shown.get("setup_patch") or "")
+
+
+def _lapsed_rows(shown: dict[str, dict[str, Any]], rows: dict[str, dict[str, Any]]) -> None:
+    """Gives each lapsed row (`_lapsed`, no verdict in its directory) the reason it is
+    unverified now, in place."""
+    for tid, r in rows.items():
+        v = r["verification"] or {}
+        unjudged = not v or (v.get("status") == "unverified" and v.get("checked_at") is None)
+        if tid in shown and unjudged and _lapsed(shown[tid], r):
+            r["verification"] = {"checked_at": None, "environment": None, **v,
+                                 "status": "unverified", "reason": LAPSED}  # fmt: skip
 
 
 def _split_setup(v: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

@@ -433,7 +433,47 @@ def test_the_same_verdict_beside_another_setup_patch_is_news() -> None:
     assert _new_verdict(shown, {"verification": v}) is False  # no hash: as shown
     never = {"status": "unverified", "reason": "no reference run yet", "checked_at": None,
              "environment": None}  # fmt: skip
-    assert _new_verdict(shown, {"verification": never}) is False
+    # a directory never judged on the shown setup patch (a new machine's curation): no news
+    assert _new_verdict(shown, {"verification": never, "setup_patch": "old setup"}) is False
+    # never judged on another setup patch (2026-12-05: keep_base_globals changed 28 setup
+    # states; the calls' verdicts on the old ones are not merged): the verified row lapses
+    assert _new_verdict(shown, {"verification": never, "setup_patch": "new setup"}) is True
+    unverified = {"verification": {**v, "status": "unverified"}, "setup_patch": "old setup"}
+    assert _new_verdict(unverified, {"verification": never, "setup_patch": "new setup"}) is False
+
+
+def test_a_verified_row_whose_setup_state_changed_unrun_leaves_the_default_config(
+    released, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Release 1.11.0 held six verified tasks whose setup state lost module names the PR
+    deleted (their base failed for that alone); the fix changed their setup patch, and a task
+    not run on the new one leaves the default config with the reason, in the next release."""
+    import datasets
+
+    from benchmark.build import LAPSED
+    from curation.model import Verification, VerificationStatus
+    from curation.taskdir import TaskFile, task_dirs
+
+    _, root = released
+    first, second = task_dirs(root / "tasks")
+    for t in (first, second):
+        t.record_verification(Verification(VerificationStatus.VERIFIED, "1 fail-to-pass",
+                                           "2026-12-01", "H200"))  # fmt: skip
+    out = tmp_path / "dist-lapsed"
+    build = ["build", "--tasks", str(root / "tasks"), "--out", str(out)]
+    assert bench([*build, "--version", "1.0.0", "--cutoff", "2020-01-01"]) == 0
+    # the curation fix: a new setup patch, and the directory's verdict gone (not merged)
+    extra = (b"diff --git a/pkg/kept.py b/pkg/kept.py\nnew file mode 100644\n--- /dev/null\n"
+             b"+++ b/pkg/kept.py\n@@ -0,0 +1 @@\n+KEPT = 1\n")  # fmt: skip
+    first.write(TaskFile.SETUP_PATCH, (first.read_bytes(TaskFile.SETUP_PATCH) or b"") + extra)
+    first.record_verification(Verification(VerificationStatus.UNVERIFIED, "no reference run yet"))
+    assert bench([*build, "--version", "1.1.0"]) == 0
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    default = datasets.load_dataset(str(out), download_mode="force_redownload")
+    assert [r["task_id"] for r in default["test"]] == [second.id]
+    from benchmark.build import current_rows
+
+    assert current_rows(out)[first.id]["verification"]["reason"] == LAPSED
 
 
 def test_the_workloads_config_holds_each_tasks_workload_and_result(

@@ -23,5 +23,7 @@ L=$(left); [ -s $C/wl.txt ] && [ $L -gt 100 ] && timeout -k 30 -s INT $(( L - 15
 echo "workloads rc $? after $(( $(date +%s) - S )) s" >> $O/wl.log
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name 'workload*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
+# the plan a result was measured on, even when the carry brought it (older than machine.txt)
+( cd $T && for r in */workload_result.json; do [ $r -nt $O/machine.txt ] && [ -f ${r%_result.json}.json ] && echo ./${r%_result.json}.json; done | tar -rf /tmp/pack/tasks_c.tar -T - 2>/dev/null )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
 for f in /tmp/pack/*.log; do echo "== $f"; grep -v "━" $f | tail -n 24 | cut -c1-220; done

@@ -19,5 +19,7 @@ L=$(left); timeout -k 20 -s INT $(( L - 15 )) python3 -m eval workload --tasks $
   --deadline $(( L - 130 )) --out /tmp/w2 > $O/lig.log 2>&1; echo "rc $? after $(( $(date +%s) - S )) s" >> $O/lig.log
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name 'workload*.json' -o -name task.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
+# the plan a result was measured on, even when the carry brought it (older than machine.txt)
+( cd $T && for r in */workload_result.json; do [ $r -nt $O/machine.txt ] && [ -f ${r%_result.json}.json ] && echo ./${r%_result.json}.json; done | tar -rf /tmp/pack/tasks_c.tar -T - 2>/dev/null )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
 for f in /tmp/pack/*.log; do echo "== $f"; grep -v "━" $f | tail -n 16 | cut -c1-220; done
