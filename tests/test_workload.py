@@ -1110,6 +1110,15 @@ def test_the_gate_refuses_a_gain_it_cannot_trust(result, words: str) -> None:
     assert not ok and words in why
 
 
+def test_a_failed_size_fails_the_gate_and_names_the_ratios_of_the_others() -> None:
+    good = _result(base=1.0, gold=0.98)
+    first, last = good.calls
+    broken = replace(last, base=None, gold=None, error="base: RuntimeError: invalid argument")
+    ok, why = workload_verdict(replace(good, calls=(first, broken)))
+    assert not ok and why.startswith("workload failed (large: base: RuntimeError")
+    assert why.endswith("; the sizes both ran: small 1.02x")
+
+
 def test_a_size_whose_gold_launches_no_target_does_not_count() -> None:
     """Liger-Kernel #1000's largest size tied to 0.1% on the H200: a call that never reaches
     the task's kernels times something else."""
