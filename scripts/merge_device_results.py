@@ -14,11 +14,12 @@ are opened too). Writes, per task:
 the verdict and the node ids (through `TaskDir.record_verification`) and the run files, only
 when the run was made on this directory's task: the same targets and setup patch (a curation
 that changed since makes the run another task's). A task directory with a newer verdict than
-the run's keeps it and gains only the reference and env.json it lacks (so the order calls are
-merged in does not lose a reference), and one with the run's own verdict (perhaps rejudged
-since) keeps that and only gains the run files it lacks. A partial reference replaces the
-directory's (the call resumed from it); a merged verdict removes it. What is skipped is
-named, with why.
+the run's keeps it and takes nothing from the run (a verdict restored from a release has no
+reference.json: an older run's would bring back a verdict it replaced), and one with the run's
+own verdict (perhaps rejudged since) keeps that and only gains the run files it lacks. Calls
+are merged oldest first (`scripts/rebuild_state.sh` sorts their folders). A partial reference
+replaces the directory's (the call resumed from it); a merged verdict removes it. What is
+skipped is named, with why.
 """
 
 from __future__ import annotations
@@ -135,17 +136,7 @@ def merge_one(run: Path, tasks: Path) -> str:
         return "the run made no verdict, skipped"
     current = tdir.load_task().verification
     if current.checked_at is not None and current.checked_at > verdict.checked_at:
-        # its run files the directory lacks still come (2026-12-05: call 34 timed three
-        # Liger-Kernel workloads on a carry without their references; merged before call 32,
-        # whose references they were, its older verdict kept their reference.json out)
-        added = [f for f in _run_files(run) if f is not TaskFile.WORKLOAD_RESULT
-                 and f is not TaskFile.WORKLOAD and not tdir.path(f).exists()]  # fmt: skip
-        for f in added:
-            shutil.copyfile(run / f, tdir.path(f))
-        if TaskFile.REFERENCE in added:
-            tdir.path(PARTIAL).unlink(missing_ok=True)
-        also = f", added {'; '.join(str(f) for f in added)}" if added else ""
-        return f"the directory has a newer verdict ({current.checked_at}), skipped{also}"
+        return f"the directory has a newer verdict ({current.checked_at}), skipped"
     if current.checked_at == verdict.checked_at:
         # the run the directory's verdict came from, which `eval rejudge` (a workload, a new
         # reason) may have revised since: the verdict stays, missing run files are added
