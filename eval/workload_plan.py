@@ -722,6 +722,9 @@ def _new_stride(value: int, old: Mapping[str, Any], new: ArgSpec) -> int | None:
     return got.pop() if len(got) == 1 else None
 
 
+CACHE_INDEX = re.compile(r"state|cache|slot", re.I)  # `conv_state_indices`, `slot_mapping`
+
+
 def _cache_lines(captured: Mapping[str, Mapping[str, Any]], tokens: int) -> int:
     """The line count of a cache the token rows index (0 when none): an integer tensor along
     the tokens whose captured values (all at least 0) fit the leading dimension of another
@@ -734,33 +737,34 @@ def _cache_lines(captured: Mapping[str, Mapping[str, Any]], tokens: int) -> int:
             continue
         if rule_for(name, str(d["dtype"]).removeprefix("torch."), stats) != "index":
             continue
-        fits = [int(o["shape"][0]) for n, o in captured.items() if n != name and o["shape"]
+        if not CACHE_INDEX.search(name):  # labels, token ids, gather positions: not lines
+            continue
+        fits = [int(o["shape"][0]) for n, o in captured.items() if n != name
+                and len(o["shape"]) >= 2
                 and int(o["shape"][0]) > max(tokens, stats["max"])]  # fmt: skip
         if fits:
             return min(fits)
     return 0
 
 
-def token_scalars(cap: Captured, tokens: int) -> tuple[frozenset[str], str]:
+def _token_named(name: str) -> bool:
+    return name in TOKEN_DIMS or bool(TOKEN_SUFFIX.search(name))
+
+
+def token_scalars(cap: Captured, tokens: int) -> frozenset[str]:
     """The scalar launch arguments that count the tokens (the captured value `tokens`): every
-    one of that value that is neither a `tl.constexpr` (a compile-time specialization: a
-    convolution `WIDTH`, a block size), a model width (`MODEL_KEYS`: `n_cols`, `dim`) nor a
-    stride (recomputed from its tensor); when several
-    are, those named like a token or batch dimension (`TOKEN_DIMS`, `TOKEN_SUFFIX`). Empty with
-    the reason when the values cannot tell them apart (`batch` 2 beside `state_len` 2 is told
-    by the name; `n` 2 beside `k` 2 is not)."""
+    one of that value that is not a stride (recomputed from its tensor), a model width
+    (`MODEL_KEYS`: `n_cols`, `dim`) or a `tl.constexpr` named otherwise than a token or batch
+    dimension (a convolution `WIDTH`, a block size; flash-linear-attention's `T: tl.constexpr`
+    does scale); when several are, those named like a token or batch dimension (`batch` 2 beside
+    `state_len` 2), else all of them."""
     constexprs = set(cap.record.get("constexprs") or {})
     widths = set().union(*MODEL_KEYS.values())
     equal = [n for n, d, _ in _args_of(cap) if type(d) is int and d == tokens and d > 1
-             and n not in constexprs and n not in widths
-             and "stride" not in n.lower()]  # fmt: skip
-    if len(equal) <= 1:
-        return frozenset(equal), ""
-    named = [n for n in equal if n in TOKEN_DIMS or TOKEN_SUFFIX.search(n)]
-    if named:
-        return frozenset(named), ""
-    return frozenset(), (f"{', '.join(equal)} all equal the token count {tokens}: "
-                         "which one counts tokens is unknown")  # fmt: skip
+             and n not in widths and "stride" not in n.lower()
+             and (n not in constexprs or _token_named(n))]  # fmt: skip
+    named = [n for n in equal if _token_named(n)]
+    return frozenset(named if len(equal) > 1 and named else equal)
 
 
 def _specs(
@@ -817,36 +821,30 @@ def _specs(
             elif type(d) is int and d > 1 and "stride" in name.lower():
                 value = renames.get(d, d)
             elif type(d) is int and d > 1:
-                token = name in scaled or (d == numel and name not in constexprs)
+                token = name in scaled or (
+                    d == numel and (name not in constexprs or _token_named(name))
+                )
                 value = d * factor if token else renames.get(d, d)
             specs.append(ArgSpec(name, False, value=value, keyword=kw))
     return specs
 
 
-def _blocks(cap: Captured) -> tuple[int, ...]:
-    """The block sizes a grid dimension may divide a size by: 1 and the launch's power-of-two
-    `tl.constexpr` values (`BLOCK_M`, an autotuned config's), or every power of two up to 2^20
-    when it has none."""
-    values = [v for v in (cap.record.get("constexprs") or {}).values()
-              if type(v) is int and v > 1 and v & (v - 1) == 0]  # fmt: skip
-    return tuple(sorted({1, *values})) if values else tuple(2**j for j in range(21))
+ALL_BLOCKS = tuple(2**j for j in range(21))
 
 
-def _follows(g: int, n: int, blocks: Sequence[int]) -> int | None:
-    """The block b for which the grid dimension `g` (> 1) is ceil(n / b), or None."""
-    return next((b for b in blocks if g > 1 and n and math.ceil(n / b) == g), None)
+def _follows(g: int, n: int) -> int | None:
+    """The power of two b for which the grid dimension `g` (> 1) is ceil(n / b), or None."""
+    return next((b for b in ALL_BLOCKS if g > 1 and n and math.ceil(n / b) == g), None)
 
 
-def _grid(
-    grid: Sequence[int], tokens: int, numel: int, factor: int, blocks: Sequence[int]
-) -> tuple[int, ...]:
+def _grid(grid: Sequence[int], tokens: int, numel: int, factor: int) -> tuple[int, ...]:
     """The launch grid at `factor` times the tokens: a grid dimension that was
-    ceil(tokens / b) or ceil(numel / b) for a block b (`_blocks`) stays so."""
+    ceil(tokens / b) or ceil(numel / b) for a power of two b stays so."""
     out = []
     for g in grid:
         new = g
         for n in (tokens, numel):
-            if (b := _follows(g, n, blocks)) is not None:
+            if (b := _follows(g, n)) is not None:
                 new = math.ceil(n * factor / b)
                 break
         out.append(int(new))
@@ -854,30 +852,25 @@ def _grid(
 
 
 def _token_tensor(cap: Captured) -> Mapping[str, Any] | None:
-    """The tensor argument whose leading dimension counts the tokens: the largest one whose
-    leading dimension (or, for the largest, its element count) a grid dimension follows
-    (`_follows`), else the largest (a persistent or looping kernel's grid follows nothing).
-    A decode kernel's largest tensor is often a cache of a few lines while its grid runs over
-    the batch: scaling the cache would grow memory, not work."""
-    tensors = [d for _, d, _ in _args_of(cap) if isinstance(d, dict) and d.get("shape")]
+    """The tensor argument whose leading dimension counts the tokens: the largest one, unless
+    it is a cache whose lines an index tensor names (`CACHE_INDEX`: `conv_state_indices`, all
+    its values below the cache's line count) while the grid runs one program per index: then
+    the largest tensor as long as the index. A decode kernel's state cache is its largest
+    tensor, a few lines; scaling it would grow memory, not work."""
+    tensors = [(n, d) for n, d, _ in _args_of(cap) if isinstance(d, dict) and d.get("shape")]
     if not tensors:
         return None
-    tensors.sort(key=lambda d: -math.prod(d["shape"]))
+    tensors.sort(key=lambda nd: -math.prod(nd[1]["shape"]))
+    largest = tensors[0][1]
+    lead = int(largest["shape"][0])
     grid = [int(g) for g in cap.record.get("grid") or [1]]
-    blocks = _blocks(cap)
-    for i, d in enumerate(tensors):
-        sizes = [int(d["shape"][0])] + ([math.prod(d["shape"])] if i == 0 else [])
-        if any(_follows(g, n, blocks) is not None for g in grid for n in sizes):
-            return d
-    return tensors[0]
-
-
-def scaling_problem(cap: Captured) -> str:
-    """Why the captured launch cannot be scaled ("" when it can)."""
-    big = _token_tensor(cap)
-    if big is None:
-        return "the launch has no tensor argument"
-    return token_scalars(cap, int(big["shape"][0]))[1]
+    for name, d in tensors:
+        stats = d.get("int_stats") or {}
+        rows = int(d["shape"][0])
+        if (CACHE_INDEX.search(name) and stats and rows > 1 and stats.get("min", -1) >= 0
+                and stats.get("max", lead) < lead and rows in grid):  # fmt: skip
+            return next(t for _, t in tensors if int(t["shape"][0]) == rows)
+    return largest
 
 
 def scaled_calls(
@@ -901,14 +894,11 @@ def scaled_calls(
     entry = Entry(module, cap.kernel, EntryKind.KERNEL)
     grid0 = [int(g) for g in cap.record.get("grid") or [1]]
 
-    scaled, problem = token_scalars(cap, tokens)
-    if problem:
-        return []
-    blocks = _blocks(cap)
+    scaled = token_scalars(cap, tokens)
 
     def at(factor: int) -> WorkloadCall:
         specs = _specs(cap, tokens, factor, renames, scaled)
-        grid = _grid(grid0, tokens, numel, factor, blocks)
+        grid = _grid(grid0, tokens, numel, factor)
         return _finish(
             WorkloadCall(
                 SizeLabel.TYPICAL,
@@ -998,8 +988,7 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
             )
         else:
             calls = scaled_calls(captured, mode)
-            problem = scaling_problem(captured)
-            tried.append(f"{Source.SCALED_TEST_CALL}: {problem or f'{len(calls)} sizes'}")
+            tried.append(f"{Source.SCALED_TEST_CALL}: {len(calls)} sizes")
     why = "" if calls else "no source gave a call: " + "; ".join(tried)
     return Workload(task.task_id, metric, why_metric, tuple(calls), why, tuple(tried))
 
