@@ -342,7 +342,7 @@ def _new_verdict(shown: dict[str, Any], row: dict[str, Any]) -> bool:
     (curated again on a machine that has not run it: unverified, never checked) is no news: it
     keeps the shown one."""
     v = row["verification"]
-    if v is None or (v["status"] == "unverified" and v["checked_at"] is None):
+    if _unjudged(v):
         return _lapsed(shown, row)
     verdict, setup = _split_setup(v)
     if verdict != _split_setup(shown["verification"] or {})[0]:
@@ -368,10 +368,14 @@ def _lapsed_rows(shown: dict[str, dict[str, Any]], rows: dict[str, dict[str, Any
     unverified now, in place."""
     for tid, r in rows.items():
         v = r["verification"] or {}
-        unjudged = not v or (v.get("status") == "unverified" and v.get("checked_at") is None)
-        if tid in shown and unjudged and _lapsed(shown[tid], r):
+        if tid in shown and _unjudged(v) and _lapsed(shown[tid], r):
             r["verification"] = {"checked_at": None, "environment": None, **v,
                                  "status": "unverified", "reason": LAPSED}  # fmt: skip
+
+
+def _unjudged(v: dict[str, Any] | None) -> bool:
+    """A task directory never judged (no verdict, or unverified and never checked)."""
+    return not v or (v.get("status") == "unverified" and v.get("checked_at") is None)
 
 
 def _split_setup(v: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

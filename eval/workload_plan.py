@@ -751,34 +751,45 @@ def _token_named(name: str) -> bool:
     return name in TOKEN_DIMS or bool(TOKEN_SUFFIX.search(name))
 
 
-def token_scalars(cap: Captured, tokens: int) -> frozenset[str]:
-    """The scalar launch arguments that count the tokens (the captured value `tokens`): every
-    one of that value that is not a stride (recomputed from its tensor), a model width
-    (`MODEL_KEYS`: `n_cols`, `dim`) or a `tl.constexpr` named otherwise than a token or batch
-    dimension (a convolution `WIDTH`, a block size; flash-linear-attention's `T: tl.constexpr`
-    does scale); when several are, those named like a token or batch dimension (`batch` 2 beside
-    `state_len` 2), else all of them."""
+def token_scalars(cap: Captured, tokens: int, numel: int) -> frozenset[str]:
+    """The scalar launch arguments that scale with the tokens. Of those equal to the token
+    count (`tokens`): every one that is not a stride (recomputed from its tensor), a model
+    width (`MODEL_KEYS`: `n_cols`, `dim`) or a `tl.constexpr` named otherwise than a token or
+    batch dimension (a convolution `WIDTH`, a block size; flash-linear-attention's
+    `T: tl.constexpr` does scale); when several are, those named like a token or batch
+    dimension (`batch` 2 beside `state_len` 2), else all of them. And those equal to the token
+    tensor's element count (`numel`) that are neither strides nor such constexprs."""
     constexprs = set(cap.record.get("constexprs") or {})
     widths = set().union(*MODEL_KEYS.values())
-    equal = [n for n, d, _ in _args_of(cap) if type(d) is int and d == tokens and d > 1
-             and n not in widths and "stride" not in n.lower()
-             and (n not in constexprs or _token_named(n))]  # fmt: skip
+    ints = [n for n, d, _ in _args_of(cap) if type(d) is int and d > 1
+            and "stride" not in n.lower() and (n not in constexprs or _token_named(n))
+            and d in (tokens, numel)]  # fmt: skip
+    values = {n: d for n, d, _ in _args_of(cap)}
+    equal = [n for n in ints if values[n] == tokens and n not in widths]
     named = [n for n in equal if _token_named(n)]
-    return frozenset(named if len(equal) > 1 and named else equal)
+    whole = {n for n in ints if values[n] == numel}
+    return frozenset(named if len(equal) > 1 and named else equal) | whole
+
+
+def _captured_tensors(cap: Captured) -> dict[str, Mapping[str, Any]]:
+    """The launch's tensor arguments by parameter name."""
+    return {n: d for n, d, _ in _args_of(cap) if isinstance(d, dict) and "shape" in d}
 
 
 def _specs(
-    cap: Captured, tokens: int, factor: int, renames: Mapping[int, int], scaled: Set[str]
+    cap: Captured,
+    tokens: int,
+    factor: int,
+    renames: Mapping[int, int],
+    scaled: Set[str],
+    lines: int,
 ) -> list[ArgSpec]:
-    """The launch's arguments with the token dimension multiplied by `factor`, the token-count
-    scalars `scaled` with it, strides recomputed from their tensors, and other sizes renamed
-    (`renames`: captured size -> model size). A `tl.constexpr` is renamed, never scaled."""
+    """The launch's arguments with the token dimension (and a cache of `lines` lines that the
+    tokens index, `_cache_lines`) multiplied by `factor`, the scalars `scaled`
+    (`token_scalars`) with it, strides recomputed from their tensors, and other sizes renamed
+    (`renames`: captured size -> model size)."""
     specs = []
-    constexprs = set(cap.record.get("constexprs") or {})
-    big = _token_tensor(cap)
-    numel = math.prod(big["shape"]) if big else 0
-    captured = {n: d for n, d, _ in _args_of(cap) if isinstance(d, dict) and "shape" in d}
-    lines = _cache_lines(captured, tokens)
+    captured = _captured_tensors(cap)
     built: dict[str, ArgSpec] = {}
     for name, d, kw in _args_of(cap):
         if isinstance(d, dict) and "shape" in d:
@@ -821,10 +832,7 @@ def _specs(
             elif type(d) is int and d > 1 and "stride" in name.lower():
                 value = renames.get(d, d)
             elif type(d) is int and d > 1:
-                token = name in scaled or (
-                    d == numel and (name not in constexprs or _token_named(name))
-                )
-                value = d * factor if token else renames.get(d, d)
+                value = d * factor if name in scaled else renames.get(d, d)
             specs.append(ArgSpec(name, False, value=value, keyword=kw))
     return specs
 
@@ -894,10 +902,11 @@ def scaled_calls(
     entry = Entry(module, cap.kernel, EntryKind.KERNEL)
     grid0 = [int(g) for g in cap.record.get("grid") or [1]]
 
-    scaled = token_scalars(cap, tokens)
+    scaled = token_scalars(cap, tokens, numel)
+    lines = _cache_lines(_captured_tensors(cap), tokens)
 
     def at(factor: int) -> WorkloadCall:
-        specs = _specs(cap, tokens, factor, renames, scaled)
+        specs = _specs(cap, tokens, factor, renames, scaled, lines)
         grid = _grid(grid0, tokens, numel, factor)
         return _finish(
             WorkloadCall(

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("datasets")
 
 from benchmark.__main__ import main as bench
+from curation.taskdir import TaskDir
 from tests.gitrepo import TinyRepo
 from tests.kernels_src import ADD_KERNEL, ADD_KERNEL_SCALED, HELPER_KERNEL, SCALE_KERNEL
 
@@ -37,6 +38,21 @@ def regenerate(repo: TinyRepo, root: Path, version: str, *extra: str) -> int:
         str(root / "tasks"), "--out", str(root / "dist"), "--version", version,
         "--no-github", *extra,
     ])  # fmt: skip
+
+
+def _both_verified_and_released(root: Path, out: Path) -> tuple[TaskDir, TaskDir, list[str]]:
+    """The fixture's two tasks, both verified on the GPU, released as 1.0.0 into `out`; and the
+    build command line for the next versions."""
+    from curation.model import Verification, VerificationStatus
+    from curation.taskdir import task_dirs
+
+    first, second = task_dirs(root / "tasks")
+    for t in (first, second):
+        t.record_verification(Verification(VerificationStatus.VERIFIED, "1 fail-to-pass",
+                                           "2026-12-01", "H200"))  # fmt: skip
+    build = ["build", "--tasks", str(root / "tasks"), "--out", str(out)]
+    assert bench([*build, "--version", "1.0.0", "--cutoff", "2020-01-01"]) == 0
+    return first, second, build
 
 
 def sha(path: Path) -> str:
@@ -344,16 +360,10 @@ def test_a_task_verified_again_after_curation_revised_it_shows_its_new_setup(
     import datasets
 
     from curation.model import Verification, VerificationStatus
-    from curation.taskdir import task_dirs
 
     _, root = released
-    first, second = task_dirs(root / "tasks")
-    for t in (first, second):
-        t.record_verification(Verification(VerificationStatus.VERIFIED, "1 fail-to-pass",
-                                           "2026-12-01", "H200"))  # fmt: skip
     out = tmp_path / "dist-revised"
-    build = ["build", "--tasks", str(root / "tasks"), "--out", str(out)]
-    assert bench([*build, "--version", "1.0.0", "--cutoff", "2020-01-01"]) == 0
+    first, second, build = _both_verified_and_released(root, out)
     old = {t.id: t.read_requirement() for t in (first, second)}
     for t in (first, second):
         t.edit_requirement(old[t.id] + "\nRevised: the wrapper takes `scale`.\n", "curator")
@@ -452,16 +462,11 @@ def test_a_verified_row_whose_setup_state_changed_unrun_leaves_the_default_confi
 
     from benchmark.build import LAPSED
     from curation.model import Verification, VerificationStatus
-    from curation.taskdir import TaskFile, task_dirs
+    from curation.taskdir import TaskFile
 
     _, root = released
-    first, second = task_dirs(root / "tasks")
-    for t in (first, second):
-        t.record_verification(Verification(VerificationStatus.VERIFIED, "1 fail-to-pass",
-                                           "2026-12-01", "H200"))  # fmt: skip
     out = tmp_path / "dist-lapsed"
-    build = ["build", "--tasks", str(root / "tasks"), "--out", str(out)]
-    assert bench([*build, "--version", "1.0.0", "--cutoff", "2020-01-01"]) == 0
+    first, second, build = _both_verified_and_released(root, out)
     # the curation fix: a new setup patch, and the directory's verdict gone (not merged)
     extra = (b"diff --git a/pkg/kept.py b/pkg/kept.py\nnew file mode 100644\n--- /dev/null\n"
              b"+++ b/pkg/kept.py\n@@ -0,0 +1 @@\n+KEPT = 1\n")  # fmt: skip
