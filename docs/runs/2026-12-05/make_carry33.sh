@@ -7,7 +7,7 @@
 # failed with a name the PR deleted) and of Megatron-LM #4603 (its reference ran on such a
 # base), then the workloads of Megatron-LM #4460 (replanned: the batch, not the state cache,
 # grows), #6521 (its call-32 timing was cut) and #4603.
-# Usage (repository root, venv active): [NODE_IDS_FROM=OLD_STATE] make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]
+# Usage (repository root, venv active): [NODE_IDS_FROM=OLD_STATE] [REMEASURE=1] make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]
 set -euo pipefail
 state=${1:?usage: make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]}; mirrors=${2:?usage: make_carry33.sh STATE MIRRORS}
 C=${3:-.carry/s}; work=$(mktemp -d); T=$state/tasks
@@ -22,6 +22,9 @@ else
     megatron-lm__4603___fused_moe_kernel > $C/wl.txt
 fi
 for t in $(sort -u $C/ref.txt $C/wl.txt); do cp -r $T/$t $work/tasks/; done
+# REMEASURE=1: the workloads of wl.txt are timed again (a second day's run) even where the state
+# holds a result (`eval workload` skips a task whose result exists; the merge keeps both archives)
+[ -n "${REMEASURE:-}" ] && for t in $(cat $C/wl.txt); do rm -f $work/tasks/$t/workload_result.json; done
 python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
 # NODE_IDS_FROM=OLD_STATE: a task whose verdict lapsed with its setup digest lost its node ids
 # too; the gold chose them (the gold variant is the setup state plus the gold targets, and
