@@ -34,6 +34,8 @@ class SizeLabel(StrEnum):
     SMALL = "small"
     TYPICAL = "typical"
     LARGE = "large"
+    # a cold_wall_time sequence's other batch sizes, between those three (`SERVICE_STEPS`)
+    STEP = "step"
 
 
 class Metric(StrEnum):

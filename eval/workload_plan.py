@@ -17,7 +17,8 @@ Sources, in this order (the first that gives a call decides the sizes):
    dimension of its largest tensor) until the gold's estimated time reaches `MIN_GOLD_US`.
 Sizes are labelled small, typical and large. The metric is the kernel time, or the cold wall
 time of the call sequence when the PR is about compilation, autotuning or launch overhead
-(its title and body, or a kernel parameter that stops being `tl.constexpr`).
+(its title and body, or a kernel parameter that stops being `tl.constexpr`); such a sequence,
+scaled from a test (3, 4), holds eight batch sizes (`SERVICE_STEPS`), the other five `step`.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ log = logging.getLogger(__name__)
 
 MAX_CALL_BYTES = 16 * 2**30  # a call's tensors must fit the H200 with room to spare
 LABELS = (SizeLabel.SMALL, SizeLabel.TYPICAL, SizeLabel.LARGE)
+# multiples of the smallest size whose estimate reaches MIN_GOLD_US: small, typical, large
+SIZE_STEPS = (1, 4, 16)
+# a cold_wall_time sequence: the batch sizes a service meets one after another, each new one
+# compiled again where a size is a constexpr (Megatron-LM #5608). With the three sizes alone the
+# first call's compilation, paid by every variant, was nine tenths of the sum: two H100 runs of
+# #5608 gave 1.16x and 1.06x for the same 69-vs-0.4 ms per new size (docs/workloads.md)
+SERVICE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16)
 _ITEMSIZE = {
     "float64": 8,
     "int64": 8,
@@ -514,12 +522,15 @@ def _round(point: Mapping[str, Any]) -> bool:
 
 
 def scaled_test_calls(
-    sc: ScriptCall, mode: Mode, configs: Sequence[tuple[str, dict[str, int]]] = ()
+    sc: ScriptCall,
+    mode: Mode,
+    configs: Sequence[tuple[str, dict[str, int]]] = (),
+    steps: Sequence[int] = SIZE_STEPS,
 ) -> tuple[list[WorkloadCall], str]:
     """The test's call at its largest evaluating case, its widths at a model configuration's
     (`model_widths`, when the call evaluates so), its token dimension (`TOKEN_DIMS`)
     multiplied by the smallest power of two whose estimate reaches `MIN_GOLD_US` (small), and
-    4x and 16x that (typical, large); or why not."""
+    4x and 16x that (typical, large), or at each of `steps` times it; or why not."""
     cases = [(p, c) for p in sc.sweeps for c in _evaluated(sc, [p], mode, Source.TEST_CALL)]
     if not cases:
         return [], f"{sc.path}:{sc.line}: its call of {sc.imported} could not be evaluated" + (
@@ -556,17 +567,20 @@ def scaled_test_calls(
         got = _evaluated(sc, [scaled], mode, Source.TEST_CALL)
         return got[0] if got else None
 
-    calls, factor = _sized(at, MAX_SCALE)
+    calls, factor = _sized(at, MAX_SCALE, steps)
     if not calls:
         return [], f"{sc.path}:{sc.line}: {dim} x{factor} does not fit"
     sizes = ", ".join(f"{d}={point[d]}" for d in together or [dim])
-    at_size = f"{sc.imported} at {sizes} x{factor}, x4, x16"
+    at_size = f"{sc.imported} at {sizes} x{factor}, " + ", ".join(f"x{k}" for k in steps[1:])
     return calls, f"{sc.path}:{sc.line}: {at_size}" + (f" ({widths})" if widths else "")
 
 
-def from_tests(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
+def from_tests(
+    task: Task, view: TreeView, mode: Mode, steps: Sequence[int] = SIZE_STEPS
+) -> tuple[list[WorkloadCall], str]:
     """The first test (the task's own test modules first) whose parametrized call of the
-    task's code evaluates, scaled up (`scaled_test_calls`); the same hops as the benchmarks."""
+    task's code evaluates, scaled up (`scaled_test_calls` at `steps`); the same hops as the
+    benchmarks."""
     paths = test_files(task, view)
     if not paths:
         return [], "no test modules in the repository"
@@ -581,7 +595,7 @@ def from_tests(task: Task, view: TreeView, mode: Mode) -> tuple[list[WorkloadCal
                                     defined, test=True, init_params=params)  # fmt: skip
             notes += [why] if why else []
             for sc in found:
-                calls, note = scaled_test_calls(sc, mode, configs)
+                calls, note = scaled_test_calls(sc, mode, configs, steps)
                 if calls:
                     return calls, [note]
                 notes.append(note)
@@ -887,9 +901,11 @@ def scaled_calls(
     source: Source = Source.SCALED_TEST_CALL,
     renames: Mapping[int, int] | None = None,
     evidence: str = "",
+    steps: Sequence[int] = SIZE_STEPS,
 ) -> list[WorkloadCall]:
     """The captured launch at the smallest power-of-two multiple of its token dimension whose
-    estimate reaches `MIN_GOLD_US` (small), and 4x and 16x that (typical, large)."""
+    estimate reaches `MIN_GOLD_US` (small), and 4x and 16x that (typical, large), or at each
+    of `steps` times it."""
     big = _token_tensor(cap)
     if big is None:
         return []
@@ -921,20 +937,24 @@ def scaled_calls(
             )
         )
 
-    return _sized(at, 2**20)[0]
+    return _sized(at, 2**20, steps)[0]
 
 
-def _sized(at: Callable[[int], WorkloadCall | None], limit: int) -> tuple[list[WorkloadCall], int]:
+def _sized(
+    at: Callable[[int], WorkloadCall | None], limit: int, steps: Sequence[int] = SIZE_STEPS
+) -> tuple[list[WorkloadCall], int]:
     """`at(factor)` at the smallest power-of-two factor (at most `limit`) whose estimate reaches
-    `MIN_GOLD_US` (small), and at 4x and 16x it (typical, large): those that evaluate and fit
-    `MAX_CALL_BYTES`, labelled in that order; and the factor."""
+    `MIN_GOLD_US`, then at each of `steps` times it: those that evaluate and fit
+    `MAX_CALL_BYTES`, in that order; the ones at 1x, 4x and 16x labelled small, typical and
+    large (the first kept of them small), any other `step`; and the factor."""
     factor = 1
     while (first := at(factor)) is not None and first.estimate_us < MIN_GOLD_US and factor < limit:
         factor *= 2
-    calls = [c for c in (first, at(4 * factor), at(16 * factor)) if c is not None]
-    calls = [c for c in calls if c.bytes_moved <= MAX_CALL_BYTES]
-    labels = LABELS[: len(calls)]
-    return [replace(c, label=lb) for c, lb in zip(calls, labels, strict=True)], factor
+    made = [(k, first if k == 1 else at(k * factor)) for k in steps]
+    kept = [(k, c) for k, c in made if c is not None and c.bytes_moved <= MAX_CALL_BYTES]
+    labels = iter(LABELS)
+    return [replace(c, label=next(labels) if k in SIZE_STEPS else SizeLabel.STEP)
+            for k, c in kept], factor  # fmt: skip
 
 
 def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
@@ -975,6 +995,9 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
     """The task's workload from the first source that gives a call."""
     metric, why_metric = choose_metric(task)
     mode = workload_mode(task)
+    # a benchmark script's or a model's sizes stay theirs; a scaled test call of a cold_wall_time
+    # workload becomes a service's sequence of batch sizes
+    steps = SERVICE_STEPS if metric is Metric.COLD_WALL_TIME else SIZE_STEPS
     tried: list[str] = []
     calls, note = from_benchmarks(task, view, mode)
     tried.append(f"{Source.BENCHMARK_SCRIPT}: {note}")
@@ -985,7 +1008,7 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
     elif not calls:
         tried.append(f"{Source.MODEL_CONFIG}: needs a captured launch of a target kernel")
     if not calls:
-        calls, note = from_tests(task, view, mode)
+        calls, note = from_tests(task, view, mode, steps)
         tried.append(f"{Source.TEST_CALL}: {note}")
     if not calls:
         if captured is None:
@@ -996,7 +1019,7 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
                 "(a kernel-level call would not fit the gold)"
             )
         else:
-            calls = scaled_calls(captured, mode)
+            calls = scaled_calls(captured, mode, steps=steps)
             tried.append(f"{Source.SCALED_TEST_CALL}: {len(calls)} sizes")
     why = "" if calls else "no source gave a call: " + "; ".join(tried)
     return Workload(task.task_id, metric, why_metric, tuple(calls), why, tuple(tried))

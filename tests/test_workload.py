@@ -32,6 +32,7 @@ from eval.workload_model import (
     WorkloadCall,
 )
 from eval.workload_plan import (
+    SERVICE_STEPS,
     Captured,
     choose_metric,
     from_models,
@@ -613,6 +614,31 @@ def test_a_fixture_sizes_the_test_call_and_its_batch_is_scaled(tmp_path: Path) -
     assert small.dims["output_batch"] * 16 == small.dims["input_batch"] * 20
 
 
+def test_a_cold_wall_time_test_call_is_a_services_sequence_of_batch_sizes(tmp_path: Path) -> None:
+    repo, _, tdir = _task_repo(
+        tmp_path,
+        {"pkg/ops/rowscale.py": ROWSCALE, "tests/test_rs.py": FIXTURE_STYLE},
+        "Avoid recompilation and autotuning in prod (#5)",
+    )
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.metric is Metric.COLD_WALL_TIME
+    assert [c.source for c in plan.calls] == [Source.TEST_CALL] * 8, plan.tried
+    # eight distinct batch sizes, ascending, the three labelled ones where a kernel-time plan
+    # has them (1x, 4x, 16x the smallest that reaches 100 us)
+    S, T, L, P = SizeLabel.SMALL, SizeLabel.TYPICAL, SizeLabel.LARGE, SizeLabel.STEP
+    assert [c.label for c in plan.calls] == [S, P, P, T, P, P, P, L]
+    rows = [c.dims["input_batch"] for c in plan.calls]
+    assert rows == [rows[0] * k for k in (1, 2, 3, 4, 6, 8, 12, 16)]
+    assert [c.args[0].shape[0] for c in plan.calls] == rows
+    assert "x2, x3, x4, x6, x8, x12, x16" in plan.tried[-1]
+    # the same test under a kernel-time title: the three sizes alone
+    kernel_time = _plan(
+        tmp_path / "k", {"pkg/ops/rowscale.py": ROWSCALE, "tests/test_rs.py": FIXTURE_STYLE}
+    )
+    assert [c.dims["input_batch"] for c in kernel_time.calls] == [rows[0], rows[3], rows[7]]
+
+
 def test_a_tensor_the_test_writes_out_keeps_its_values() -> None:
     import torch
 
@@ -859,6 +885,11 @@ def test_the_scaling_rule_reaches_100_us_along_the_token_dimension() -> None:
     assert small.args[3].value == 64 and small.args[4].keyword and small.args[4].value == 64
     assert [c.args[0].shape[0] for c in calls] == [tokens, 4 * tokens, 16 * tokens]
     assert small.entry.kind is EntryKind.KERNEL and small.entry.module == "pkg.ops.rowscale"
+    # a cold_wall_time sequence: eight token counts, the grid following each
+    seq = scaled_calls(_capture(), Mode.FORWARD, steps=SERVICE_STEPS)
+    assert [c.args[0].shape[0] for c in seq] == [k * tokens for k in SERVICE_STEPS]
+    assert [c.grid for c in seq] == [(k * tokens,) for k in SERVICE_STEPS]
+    assert [c.label for c in seq].count(SizeLabel.STEP) == 5
 
 
 def _decode_capture() -> Captured:

@@ -1,0 +1,106 @@
+"""How well workload measurements reproduce: the gold's totals of every task measured more than
+once on one machine kind, on the same sizes (issue 10: two independent runs on different days
+agree within 3% on at least 90% of the tasks' gold times).
+
+    python scripts/workload_agreement.py docs/runs [--tolerance 0.03]
+
+Reads: every `workload_result.json` under the given folders, inside .tar / .tgz archives too
+(the GPU calls' archives under docs/runs/*/results); one measurement counted once however many
+archives hold it (by task and `measured_at`). Measurements are compared only within one machine
+kind (the GPU named by `environment`) and one plan (the calls' labels and bytes moved: a task
+planned again is another workload).
+Prints: a markdown table, a row per task measured more than once (its runs' dates and gold
+totals, the spread max/min - 1, whether it is within the tolerance), then the summary: of the
+tasks measured on two or more days, how many agree; and of those repeated on one day only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from merge_device_results import unpacked_roots
+
+RESULT = "workload_result.json"
+
+
+def measurements(roots: list[Path]) -> list[dict[str, Any]]:
+    """Every timed workload result under `roots`, once each (task, measured_at), with the gold
+    total measured: a result whose gold failed says nothing about reproducibility."""
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for root in roots:
+        for f in sorted(root.rglob(RESULT)):
+            try:
+                r = json.loads(f.read_text())
+            except (OSError, ValueError) as e:
+                print(f"skipped {f}: {e}", file=sys.stderr)
+                continue
+            if not isinstance(r, dict) or not r.get("gold_total_ms") or not r.get("measured_at"):
+                continue
+            seen.setdefault((str(r.get("task_id")), str(r["measured_at"])), r)
+    return list(seen.values())
+
+
+def workload_key(r: dict[str, Any]) -> tuple[str, str, str, tuple[tuple[str, int], ...]]:
+    """Which measurements compare: one task, one machine kind, one metric, one plan."""
+    gpu = str(r.get("environment", "")).split(";")[0].strip() or "unknown machine"
+    sizes = tuple((str(c.get("label")), int(c.get("bytes_moved") or 0)) for c in r.get("calls", []))
+    return str(r.get("task_id")), gpu, str(r.get("metric")), sizes
+
+
+def spread(totals: list[float]) -> float:
+    """max / min - 1 of the gold's totals."""
+    return max(totals) / min(totals) - 1.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", type=Path, nargs="+", help="folders (or archives) of GPU calls")
+    ap.add_argument("--tolerance", type=float, default=0.03, help="agreement bound (0.03: 3%%)")
+    args = ap.parse_args(argv)
+    for p in args.runs:
+        if not p.exists():
+            ap.error(f"{p}: no such folder or archive")
+    groups: dict[tuple[str, str, str, tuple[tuple[str, int], ...]], list[dict[str, Any]]]
+    groups = defaultdict(list)
+    with tempfile.TemporaryDirectory(prefix="tpb-agreement-") as tmp:
+        for r in measurements(unpacked_roots(args.runs, Path(tmp))):
+            groups[workload_key(r)].append(r)
+    print("| task | machine | metric | runs (date: gold total ms) | spread | agree |")
+    print("|---|---|---|---|---|---|")
+    days_agree = days_all = day_agree = day_all = 0
+    for (task, gpu, metric, _), runs in sorted(groups.items()):
+        if len(runs) < 2:
+            continue
+        runs.sort(key=lambda r: str(r["measured_at"]))
+        totals = [float(r["gold_total_ms"]) for r in runs]
+        s = spread(totals)
+        ok = round(s, 6) <= args.tolerance  # 2.2 / 2.0 - 1 is 0.10000000000000009
+        days = {str(r["measured_at"])[:10] for r in runs}
+        if len(days) > 1:
+            days_all += 1
+            days_agree += ok
+        else:
+            day_all += 1
+            day_agree += ok
+        listed = ", ".join(f"{str(r['measured_at'])[:10]}: {float(r['gold_total_ms']):.4g}"
+                           for r in runs)  # fmt: skip
+        print(
+            f"| {task} | {gpu} | {metric} | {listed} | {100 * s:.1f}% | {'yes' if ok else 'no'} |"
+        )
+    tol = f"{100 * args.tolerance:g}%"
+    print(f"\nmeasured on two or more days (one machine kind, one plan): {days_all} tasks, "
+          f"{days_agree} with gold totals within {tol}")  # fmt: skip
+    print(f"repeated on one day only: {day_all} tasks, {day_agree} within {tol}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

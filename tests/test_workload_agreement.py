@@ -1,0 +1,76 @@
+"""scripts/workload_agreement.py: whether the gold's workload totals reproduce, from the results
+the GPU calls left (folders and archives, a measurement counted once however often it was
+packed), compared within one machine kind and one plan."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from workload_agreement import main as agreement
+
+CALLS = [{"label": "small", "bytes_moved": 1000}, {"label": "large", "bytes_moved": 16000}]
+
+
+def _result(where: Path, task: str, when: str, gold: float, gpu: str = "NVIDIA H200",
+            calls: list[dict[str, object]] = CALLS) -> None:  # fmt: skip
+    where.mkdir(parents=True)
+    r = {"task_id": task, "metric": "kernel_time", "measured_at": when, "gold_total_ms": gold,
+         "environment": f"{gpu}; torch 2.11.0+cu130; triton 3.6.0", "calls": calls}  # fmt: skip
+    (where / "workload_result.json").write_text(json.dumps(r))
+
+
+def test_agreement_across_days_kinds_and_plans(tmp_path: Path, capsys) -> None:
+    runs = tmp_path / "runs"
+    # task a: two days on the H200, 2% apart (agrees); the same first result packed again in a
+    # later call's archive counts once
+    _result(runs / "d1" / "call1" / "a", "fw__1__a", "2026-12-02T10:00:00", 1.00)
+    _result(tmp_path / "pack" / "a", "fw__1__a", "2026-12-02T10:00:00", 1.00)
+    _result(runs / "d2" / "call2" / "a", "fw__1__a", "2026-12-03T10:00:00", 1.02)
+    (runs / "d2" / "call3").mkdir(parents=True)
+    with tarfile.open(runs / "d2" / "call3" / "results.tgz", "w:gz") as tar:
+        tar.add(tmp_path / "pack", arcname=".")
+    # task b: two days 10% apart (disagrees); a third run on an H100 and a replanned run are
+    # other workloads, each alone
+    _result(runs / "d1" / "call1" / "b", "fw__2__b", "2026-12-02T11:00:00", 2.0)
+    _result(runs / "d2" / "call2" / "b", "fw__2__b", "2026-12-03T11:00:00", 2.2)
+    _result(runs / "d3" / "b", "fw__2__b", "2026-12-04T11:00:00", 5.0, gpu="NVIDIA H100 80GB HBM3")
+    _result(runs / "d4" / "b", "fw__2__b", "2026-12-05T11:00:00", 2.0, calls=CALLS[:1])
+    # task c: twice on one day, 1% apart; task d: once; a failed gold says nothing
+    _result(runs / "d1" / "c1", "fw__3__c", "2026-12-02T12:00:00", 3.0)
+    _result(runs / "d1" / "c2", "fw__3__c", "2026-12-02T13:00:00", 3.03)
+    _result(runs / "d1" / "d", "fw__4__d", "2026-12-02T12:00:00", 3.0)
+    _result(runs / "d2" / "d", "fw__4__d", "2026-12-03T12:00:00", 0)
+    assert agreement([str(runs)]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| fw__")]
+    assert rows == [
+        "| fw__1__a | NVIDIA H200 | kernel_time | 2026-12-02: 1, 2026-12-03: 1.02 | 2.0% | yes |",
+        "| fw__2__b | NVIDIA H200 | kernel_time | 2026-12-02: 2, 2026-12-03: 2.2 | 10.0% | no |",
+        "| fw__3__c | NVIDIA H200 | kernel_time | 2026-12-02: 3, 2026-12-02: 3.03 | 1.0% | yes |",
+    ]
+    assert (
+        "two or more days (one machine kind, one plan): 2 tasks, 1 with gold totals within 3%"
+        in out
+    )
+    assert "repeated on one day only: 1 tasks, 1 within 3%" in out
+    # a looser bound
+    assert agreement([str(runs), "--tolerance", "0.1"]) == 0
+    assert "2 tasks, 2 with gold totals within 10%" in capsys.readouterr().out
+
+
+def test_a_missing_folder_is_one_clear_error(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        agreement([str(tmp_path / "nowhere")])
+    assert "nowhere: no such folder or archive" in capsys.readouterr().err
+
+
+def test_help(capsys) -> None:
+    with pytest.raises(SystemExit):
+        agreement(["--help"])
+    assert "--tolerance" in capsys.readouterr().out
