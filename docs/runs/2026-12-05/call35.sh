@@ -15,7 +15,8 @@
 C=.carry/p; mkdir -p /tmp/cp && tar -xzf $C/tasks.tgz -C /tmp/cp && T=/tmp/cp/tasks
 touch -d '1 minute ago' $O/machine.txt
 S=$(date +%s); END=${1:-520}; J=${JOBS:-6}
-R="--repo-path flash-linear-attention=$C/fla.git --repo-path liger-kernel=$C/lig.git"
+R=""; for b in flash-linear-attention:fla liger-kernel:lig; do
+  [ -d $C/${b#*:}.git ] && R="$R --repo-path ${b%%:*}=$C/${b#*:}.git"; done
 F="--tasks $T $R --wheelhouse $C/wh --timeout 420 --runs 3 --deadline 60 --scratch /tmp/sr --triton-cache /tmp/tcr"
 grep -v d9d936e4af $C/ref.txt > /tmp/ref_resume.txt; grep d9d936e4af $C/ref.txt > /tmp/ref_force.txt
 [ -s /tmp/ref_resume.txt ] && ( timeout -k 30 -s INT $END python3 -m eval reference $F --task-file /tmp/ref_resume.txt --jobs 2 --out /tmp/rr > $O/ref.log 2>&1

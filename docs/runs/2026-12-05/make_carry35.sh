@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Builds `.carry/p`, the carry of call35.sh (2026-12-05, fourth session), from the rebuilt state:
-#   ref.txt    the references left unfinished at the fixed setup state: flash-linear-attention
-#              #463 and #466 (their partials resume) and #d9d936e4af on its transformers 4.47.1
-#              wheelhouse (call 33 ran it without and failed `import fla`);
+#   ref.txt    the references left unfinished (their partials resume; call 35: #463 and #466,
+#              and #d9d936e4af on its transformers 4.47.1 wheelhouse, which call 33 lacked);
 #   score.txt  the oracle (issue 9 and 10): verified tasks, not optimizations, with no gold or no
 #              setup score yet, that run on the host's packages or on that same wheelhouse;
 #   gold.jsonl, setup.jsonl  their targets as the gold tree and the setup state have them;
 #   tasks.tgz, fla.git, lig.git, wh/  the task directories, slim bundles, wheelhouses.
-# Usage (repository root, venv active): docs/runs/2026-12-05/make_carry35.sh STATE MIRRORS
+# Usage (repository root, venv active): [REF_IDS=FILE] docs/runs/2026-12-05/make_carry35.sh STATE MIRRORS
 set -euo pipefail
 state=${1:?usage: make_carry35.sh STATE MIRRORS}; mirrors=${2:?usage: make_carry35.sh STATE MIRRORS}
 T=$state/tasks; C=.carry/p; work=$(mktemp -d)
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 rm -rf $C && mkdir -p $C $work/tasks
-for p in flash-linear-attention__463_ flash-linear-attention__466_ flash-linear-attention__d9d936e4af_; do
-  ls $T | grep "^$p"; done > $C/ref.txt
+# REF_IDS (a file): the references to run; by default the partial ones the state holds (call
+# 35 ran #463 and #466 so, and #d9d936e4af, listed then, whose failed run call35.sh reruns
+# with --force)
+if [ -n "${REF_IDS:-}" ]; then cp "$REF_IDS" $C/ref.txt
+else find $T -maxdepth 2 -name reference.partial.json | xargs -r -n1 dirname | xargs -r -n1 basename | sort > $C/ref.txt; fi
 { python scripts/oracle_coverage.py docs/runs --tasks $T --unscored gold
   python scripts/oracle_coverage.py docs/runs --tasks $T --unscored setup; } | sort -u > $work/unscored.txt
 python - "$T" $work/unscored.txt envbuild/hosts/h200.txt $work/wh.txt > $C/score.txt <<'PY'
@@ -42,8 +44,8 @@ python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
 sort -u $C/ref.txt $C/score.txt > $work/all.txt
 # the wheelhouse of the tasks that ran on transformers 4.47.1 (one key, 13 MB); the others ran
 # on the host's packages and find no wheelhouse of theirs here
-{ grep d9d936e4af $C/ref.txt; cat $work/wh.txt; } > $work/whl.txt
-python -m envbuild.wheelhouse --tasks $work/tasks --task-file $work/whl.txt --out $C/wh \
+{ grep d9d936e4af $C/ref.txt || true; cat $work/wh.txt; } > $work/whl.txt
+[ -s $work/whl.txt ] && python -m envbuild.wheelhouse --tasks $work/tasks --task-file $work/whl.txt --out $C/wh \
   --host envbuild/hosts/h200.txt | tail -n 1
 for fw in flash-linear-attention:fla-org+flash-linear-attention:fla:"--path fla --path tests" \
           liger-kernel:linkedin+Liger-Kernel:lig:"--path src --path test"; do
@@ -52,9 +54,10 @@ for fw in flash-linear-attention:fla-org+flash-linear-attention:fla:"--path fla 
   python -m eval bundle --tasks $work/tasks --task-file $work/$name.txt --repo-path $name=$mirrors/$mirror/repo \
     --out $C/$short.git $paths | tail -n 1
 done
+R=""; for b in flash-linear-attention:fla liger-kernel:lig; do
+  [ -d $C/${b#*:}.git ] && R="$R --repo-path ${b%%:*}=$C/${b#*:}.git"; done
 for k in gold setup; do
-  python -m eval oracle --tasks $work/tasks --task-file $C/score.txt --repo-path flash-linear-attention=$C/fla.git \
-    --repo-path liger-kernel=$C/lig.git --from $k --out $C/$k.jsonl | tail -n 1
+  python -m eval oracle --tasks $work/tasks --task-file $C/score.txt $R --from $k --out $C/$k.jsonl | tail -n 1
 done
 tar -C $work -czf $C/tasks.tgz tasks
 rm -rf $work
