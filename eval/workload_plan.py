@@ -86,7 +86,8 @@ _ITEMSIZE = {
 
 
 class TreeView(Protocol):
-    """The repository's files at one commit."""
+    """The repository's files at one commit: its Python modules, and its shell and YAML files
+    (the examples' launch arguments, `launch_configs`)."""
 
     def paths(self) -> list[str]: ...
 
@@ -214,7 +215,8 @@ def package_imports(view: TreeView, files: Set[str]) -> dict[str, set[str]]:
     # package above is matched already): counted as an importer, it would make every name of
     # the package look like the task's
     candidates = [p for p in view.paths() if p.split("/", 1)[0] in tops and p not in files
-                  and not p.endswith("__init__.py") and not is_benchmark_script(p)
+                  and p.endswith(".py") and not p.endswith("__init__.py")
+                  and not is_benchmark_script(p)
                   and "/test" not in f"/{p}"]  # fmt: skip
     out: dict[str, set[str]] = {}
     for path, text in view.read(candidates).items():
@@ -485,7 +487,12 @@ def test_files(task: Task, view: TreeView) -> list[str]:
 # a test's parameters named like a model's width, and the model key each one takes
 WIDTH_DIMS = {"V": "vocab_size", "vocab_size": "vocab_size", "n_vocab": "vocab_size",
               "hidden_size": "hidden_size", "hidden_dim": "hidden_size",
-              "d_model": "hidden_size"}  # fmt: skip
+              "d_model": "hidden_size",
+              # an MoE call's widths, by their full names only (a test's `E` or `K` may be
+              # anything): they come from one model with the hidden size
+              "intermediate_size": "intermediate_size", "ffn_hidden_size": "intermediate_size",
+              "ffn_hidden": "intermediate_size", "num_experts": "num_experts",
+              "topk": "top_k", "top_k": "top_k"}  # fmt: skip
 
 
 def model_widths(
@@ -612,18 +619,67 @@ def from_tests(
 MODEL_KEYS = {
     "hidden_size": {"hidden_size", "hidden_dim", "d_model", "n_cols", "dim", "C"},
     "num_heads": {"num_heads", "num_attention_heads", "n_heads", "H"},
-    "head_dim": {"head_dim", "head_size", "D"},
+    "head_dim": {"head_dim", "head_size", "kv_channels", "D"},
     "vocab_size": {"vocab_size", "n_vocab", "V"},
-    "intermediate_size": {"intermediate_size", "ffn_dim", "I"},
+    "intermediate_size": {"intermediate_size", "ffn_dim", "ffn_hidden_size", "ffn_hidden", "I"},
     "num_experts": {"num_experts", "n_routed_experts", "n_experts", "E"},
-    "top_k": {"num_experts_per_tok", "top_k", "topk", "moe_topk"},
+    "top_k": {"num_experts_per_tok", "top_k", "topk", "moe_topk", "moe_router_topk"},
 }
 _CONFIG_FILE = re.compile(r"(^|/)(configuration_\w+|\w*model_configs?\w*)\.py$")
+# a model's launch arguments in the repository's examples (Megatron-LM's training and
+# post-training scripts and their YAML: `--hidden-size 4096`, `--num-experts: 8`)
+_LAUNCH_FILE = re.compile(r"(^|/)examples/.*\.(sh|ya?ml)$")
+_LAUNCH_ARG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)\s*[:=]?\s*[\"']?(\d+)\b", re.M)
+# an expert's width, where the model has experts, is the one an MoE kernel sees
+_EXPERT_WIDTH = "moe_ffn_hidden_size"
+
+
+def _model_key(name: str) -> str | None:
+    return next((k for k, names in MODEL_KEYS.items() if name in names), None)
+
+
+# a launch's compiler options, no sizes
+LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
+
+
+def _is_block(name: str) -> bool:
+    """A tile size by its name: `BLOCK_DIM`, `BLOCK_SIZE_N`, flash-linear-attention's `BK`."""
+    return bool(re.match(r"BLOCK|B[A-Z]$", name))
+
+
+def launch_configs(view: TreeView) -> list[tuple[str, dict[str, int]]]:
+    """(evidence, {model key: value}) of every example launch script or YAML of the repository
+    whose arguments name a hidden size (`--hidden-size 4096`): one model a file, the first
+    value of each argument; an MoE model's `--moe-ffn-hidden-size` is its intermediate size."""
+    # a test's or a mock run's arguments are no model (as for configuration files)
+    paths = sorted(p for p in view.paths() if _LAUNCH_FILE.search(p)
+                   and not re.search(r"test|mock", p))  # fmt: skip
+    out: list[tuple[str, dict[str, int]]] = []
+    for path, text in view.read(paths).items():
+        values: dict[str, int] = {}
+        line = 0
+        for m in _LAUNCH_ARG.finditer(text):
+            name, value = m.group(1).replace("-", "_"), int(m.group(2))
+            key = "intermediate_size" if name == _EXPERT_WIDTH else _model_key(name)
+            if key is None or value <= 0:
+                continue
+            if key == "hidden_size" and key not in values:
+                line = text.count("\n", 0, m.start()) + 1
+            if name == _EXPERT_WIDTH:
+                values[key] = value
+            else:
+                values.setdefault(key, value)
+        if "hidden_size" in values:
+            if "head_dim" not in values and values.get("num_heads"):
+                values["head_dim"] = values["hidden_size"] // values["num_heads"]
+            out.append((f"{path}:{line}", values))
+    return out
 
 
 def model_configs(view: TreeView) -> list[tuple[str, dict[str, int]]]:
     """(evidence, {model key: value}) of every configuration in the repository that names a
-    hidden size: `__init__` defaults of configuration classes, config calls and dicts."""
+    hidden size: `__init__` defaults of configuration classes, config calls and dicts, and the
+    examples' launch arguments (`launch_configs`)."""
     paths = sorted(p for p in view.paths() if _CONFIG_FILE.search(p) and "test" not in p)
     out: list[tuple[str, dict[str, int]]] = []
     for path, text in view.read(paths).items():
@@ -652,14 +708,14 @@ def model_configs(view: TreeView) -> list[tuple[str, dict[str, int]]]:
                 ]
             values: dict[str, int] = {}
             for name, v in pairs:
-                key = next((k for k, names in MODEL_KEYS.items() if name in names), None)
+                key = _model_key(name)
                 if key and isinstance(v, ast.Constant) and type(v.value) is int and v.value > 0:
                     values.setdefault(key, v.value)
             if "hidden_size" in values:
                 if "head_dim" not in values and values.get("num_heads"):
                     values["head_dim"] = values["hidden_size"] // values["num_heads"]
                 out.append((f"{path}:{getattr(node, 'lineno', 0)}", values))
-    return out
+    return out + launch_configs(view)
 
 
 # --- source 3: the captured launch, scaled -----------------------------------------------------
@@ -801,9 +857,11 @@ def _specs(
     """The launch's arguments with the token dimension (and a cache of `lines` lines that the
     tokens index, `_cache_lines`) multiplied by `factor`, the scalars `scaled`
     (`token_scalars`) with it, strides recomputed from their tensors, and other sizes renamed
-    (`renames`: captured size -> model size)."""
+    (`renames`: captured size -> model size); a block `tl.constexpr` (`_is_block`) that equals
+    a renamed size becomes the power of two that covers the new size."""
     specs = []
     captured = _captured_tensors(cap)
+    constexprs = set(cap.record.get("constexprs") or {})
     built: dict[str, ArgSpec] = {}
     for name, d, kw in _args_of(cap):
         if isinstance(d, dict) and "shape" in d:
@@ -845,8 +903,15 @@ def _specs(
                 value = _new_stride(d, captured[owner], built[owner]) or renames.get(d, d)
             elif type(d) is int and d > 1 and "stride" in name.lower():
                 value = renames.get(d, d)
+            elif type(d) is int and d > 1 and name in scaled:
+                value = d * factor
+            elif type(d) is int and d in renames and name in constexprs and _is_block(name):
+                # a block the width gave (the wrapper's `next_power_of_2(dim)`, Megatron-LM
+                # #4460's BLOCK_DIM): it covers the model's width, a power of two as Triton
+                # needs, never the width itself (3072)
+                value = 1 << (renames[d] - 1).bit_length()
             elif type(d) is int and d > 1:
-                value = d * factor if name in scaled else renames.get(d, d)
+                value = renames.get(d, d)
             specs.append(ArgSpec(name, False, value=value, keyword=kw))
     return specs
 
@@ -963,11 +1028,22 @@ def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[Workloa
     median and largest hidden size), each scaled to `MIN_GOLD_US`."""
     named = {}
     for name, d, _ in _args_of(cap):
-        key = next((k for k, names in MODEL_KEYS.items() if name in names), None)
+        key = _model_key(name)
         if key and type(d) is int and d > 1:
             named[key] = d
     if not named:
         return [], "no scalar parameter of the kernel names a model size"
+    # sizes are renamed by value: a model size whose value another size parameter also has
+    # (flash-linear-attention's `V`, a value head dimension, beside `K` at 64) is ambiguous
+    # and left out; a block (`BLOCK_DIM`, `BK`) sharing it follows it (`_specs`)
+    sizes = [(n, d) for n, d, _ in _args_of(cap) if type(d) is int and d > 1
+             and "stride" not in n.lower() and n not in LAUNCH_OPTIONS]  # fmt: skip
+    shared = {k: sorted({n for n, d in sizes if d == v and _model_key(n) != k and not _is_block(n)})
+              for k, v in named.items()}  # fmt: skip
+    named = {k: v for k, v in named.items() if not shared[k]}
+    if not named:
+        why = "; ".join(f"{k} shares its value with {', '.join(ns)}" for k, ns in shared.items())
+        return [], f"no unambiguous model size among the kernel's parameters ({why})"
     configs = [(ev, c) for ev, c in model_configs(view) if set(named) <= set(c)]
     if not configs:
         return [], f"no model configuration gives {', '.join(sorted(named))}"

@@ -73,6 +73,10 @@ class MeasureSettings:
     cache_root: Path | None = None  # compiled extensions' builds; eval.backends.default_cache()
 
 
+# what a plan reads of a tree: Python modules, and the examples' launch scripts and YAML
+TREE_SUFFIXES = (".py", ".sh", ".yaml", ".yml")
+
+
 class GitTreeView:
     """A commit's files read from a `SourceStore`'s repository, without a checkout."""
 
@@ -83,7 +87,7 @@ class GitTreeView:
 
     def paths(self) -> list[str]:
         if self._paths is None:
-            self._paths = sorted(self.repo.list_tree(self.commit, (".py",)))
+            self._paths = sorted(self.repo.list_tree(self.commit, TREE_SUFFIXES))
         return self._paths
 
     def read(self, paths: Sequence[str]) -> dict[str, str]:

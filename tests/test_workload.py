@@ -36,6 +36,8 @@ from eval.workload_plan import (
     Captured,
     choose_metric,
     from_models,
+    model_configs,
+    model_widths,
     plan_workload,
     scaled_calls,
     workload_mode,
@@ -1031,6 +1033,88 @@ def test_model_configurations_map_onto_the_kernels_named_sizes(tmp_path: Path) -
     assert [c.dims["hidden_size"] for c in calls] == [2048, 4096, 8192]
     assert all(c.estimate_us >= 100 for c in calls)
     assert calls[0].evidence.startswith("pkg/models/configuration_tiny.py:")
+
+
+def test_a_block_constexpr_covers_the_models_width_as_a_power_of_two(tmp_path: Path) -> None:
+    # the kernel's BLOCK (a constexpr, 64 = n_cols at the capture) is the wrapper's
+    # next_power_of_2(n_cols): at a model width of 3072 it is 4096, never 3072
+    rec = {**_capture(cols=64).record, "params": ["x_ptr", "w_ptr", "out_ptr", "hidden_size"]}
+    repo = TinyRepo(tmp_path / "cfg")
+    repo.write("examples/run.sh", "--hidden-size 3072 --num-attention-heads 24\n")
+    sha = repo.commit("a model of hidden size 3072")
+    cap = Captured("rowscale_kernel", "pkg/ops/rowscale.py", rec)
+    [call] = from_models(cap, _view(repo, sha), Mode.FORWARD)[0]
+    assert call.args[1].shape == (3072,) and call.args[3].value == 3072
+    assert call.args[4].name == "BLOCK" and call.args[4].value == 4096
+
+
+def test_a_model_size_that_shares_its_value_with_another_size_is_left_out(tmp_path: Path) -> None:
+    # flash-linear-attention style: `V` (a value head dimension, not a vocabulary) is 64 as
+    # `K` is; renamed by value, K and V would both become the vocabulary
+    t = {"shape": [8, 64], "dtype": "torch.float32", "stride": [64, 1]}
+    rec = {"grid": [8], "params": ["q_ptr", "o_ptr", "K", "V", "BK"], "args": [t, t, 64, 64],
+           "kwargs": {"BK": 64}, "constexprs": {"K": 64, "V": 64, "BK": 64},
+           "numel": 2 * 8 * 64}  # fmt: skip
+    repo = TinyRepo(tmp_path / "cfg")
+    repo.write("pkg/models/configuration_tiny.py", CONFIGS)
+    sha = repo.commit("configs")
+    cap = Captured("attn_kernel", "pkg/ops/attn.py", rec)
+    calls, why = from_models(cap, _view(repo, sha), Mode.FORWARD)
+    assert calls == [] and "vocab_size shares its value with K" in why
+
+
+LAUNCH_SH = """#!/bin/bash
+# a made-up MoE training launch, Megatron-LM style
+MODEL_ARGS=(
+    --num-layers 32
+    --hidden-size 4096
+    --ffn-hidden-size 14336
+    --num-attention-heads 32
+    --num-experts 64
+    --moe-router-topk 4
+    --moe-ffn-hidden-size 1024
+    --seq-length=4096
+)
+"""
+LAUNCH_YAML = """MODEL_ARGS:
+  --hidden-size: 2048
+  --ffn-hidden-size: 8192
+  --num-attention-heads: 16
+  --kv-channels: 64
+"""
+
+
+def test_model_configurations_from_the_examples_launch_arguments(tmp_path: Path) -> None:
+    repo = TinyRepo(tmp_path / "launch")
+    repo.write("examples/moe/train_moe.sh", LAUNCH_SH)
+    repo.write("examples/dense/model.yaml", LAUNCH_YAML)
+    # a test's and a mock run's arguments are no model
+    repo.write("examples/tests/tiny.sh", "--hidden-size 64 --num-attention-heads 2\n")
+    repo.write("examples/mock/run_mock.sh", "--hidden-size 128\n")
+    repo.write("scripts/other.sh", "--hidden-size 256\n")  # outside the examples
+    sha = repo.commit("examples")
+    configs = dict(model_configs(_view(repo, sha)))
+    assert sorted(configs) == ["examples/dense/model.yaml:2", "examples/moe/train_moe.sh:5"]
+    # an MoE model's expert width is its intermediate size; head_dim from --kv-channels, or
+    # hidden / heads
+    assert configs["examples/moe/train_moe.sh:5"] == {
+        "hidden_size": 4096, "intermediate_size": 1024, "num_heads": 32, "num_experts": 64,
+        "top_k": 4, "head_dim": 128}  # fmt: skip
+    assert configs["examples/dense/model.yaml:2"] == {
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_heads": 16,
+        "head_dim": 64,
+    }
+    # an MoE test call takes hidden size, expert width, experts and top-k from one MoE model
+    point = {"max_tokens": 64, "hidden_size": 128, "ffn_hidden": 256, "topk": 2, "num_experts": 4}
+    widened, why = model_widths(point, list(configs.items()))
+    assert widened == {"max_tokens": 64, "hidden_size": 4096, "ffn_hidden": 1024, "topk": 4,
+                       "num_experts": 64}  # fmt: skip
+    assert why.endswith("from examples/moe/train_moe.sh:5")
+    # one-letter names keep the test's values; a dense call takes the median dense width
+    assert model_widths({"E": 4, "K": 128}, list(configs.items()))[0] == {"E": 4, "K": 128}
+    assert model_widths({"hidden_size": 8}, list(configs.items()))[0] == {"hidden_size": 4096}
 
 
 def test_the_metric_is_cold_wall_time_for_compilation_prs(tmp_path: Path) -> None:
