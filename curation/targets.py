@@ -575,7 +575,10 @@ def roundtrip_errors(
     from mining.git import apply_patch
 
     files = {t.file for t in targets}
-    sections = [sec for path, sec in split_patch(setup_patch_bytes) if path in files]
+    every = split_patch(setup_patch_bytes)
+    sections = [sec for path, sec in every if path in files]
+    # what the setup state deletes from the other modules the PR changes
+    removed = {path: _removed_definitions(sec) for path, sec in every if path not in files}
     old_paths = {k.file: k.old_file or k.file for k in kernels}
     errors = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -612,6 +615,7 @@ def roundtrip_errors(
                 items.append(KernelSource(f, t.name, source or ""))
             setup_bytes = (root / f).read_bytes() if (root / f).exists() else b""
             errors += _unbound_errors(f, setup_bytes, targets, kernels, base_files)
+            errors += _deleted_import_errors(f, setup_bytes, kernels, removed)
             try:
                 back = splice_file(setup_bytes, f, items)
             except SpliceError as exc:
@@ -650,6 +654,63 @@ def _unbound_errors(
         if missing:
             out.append(f"{path}: the setup state's base {k.name} uses {', '.join(missing)}, "
                        "which the setup module does not bind")  # fmt: skip
+    return out
+
+
+_DEFINED = re.compile(rb"^([+-])(?:async def|def|class)\s+(\w+)|^([+-])(\w+)\s*(?::[^=]*)?=(?!=)",
+                      re.M)  # fmt: skip
+
+
+def _removed_definitions(section: bytes) -> frozenset[str]:
+    """The module-level names a patch section's file stops defining: a `def`, `class` or
+    assignment at column 0 removed and not added again."""
+    gone: set[str] = set()
+    added: set[str] = set()
+    for m in _DEFINED.finditer(section):
+        sign, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        (gone if sign == b"-" else added).add(name.decode())
+    return frozenset(gone - added)
+
+
+def _module_path(importer: str, module: str | None, level: int) -> list[str]:
+    """Repository paths that `from <level dots><module> import ...` in `importer` may name."""
+    if level:
+        parts = importer.split("/")[:-1]
+        parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
+        stem = "/".join([*parts, *(module.split(".") if module else [])])
+    else:
+        stem = (module or "").replace(".", "/")
+    return [f"{stem}.py", f"{stem}/__init__.py"] if stem else []
+
+
+def _deleted_import_errors(
+    path: str, setup: bytes, kernels: Sequence[TargetKernel], removed: Mapping[str, frozenset[str]]
+) -> list[str]:
+    """A base target of the setup state that uses a name its module imports from another module
+    whose definition the setup state deletes (flash-linear-attention #466: `safe_exp_comba`,
+    deleted from `fla/ops/comba/utils.py` by the PR, imported back for the restored base): the
+    base variant would fail at import, not on what the PR fixed."""
+    try:
+        tree = ast.parse(setup)
+    except (SyntaxError, ValueError):
+        return []
+    imported: dict[str, tuple[str, str]] = {}  # bound name -> (module path, name there)
+    for node in _top_statements(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for cand in _module_path(path, node.module, node.level):
+            if cand in removed:
+                for a in node.names:
+                    if a.name in removed[cand]:
+                        imported[a.asname or a.name] = (cand, a.name)
+    out = []
+    for k in kernels:
+        if k.file != path or k.before_src is None:
+            continue
+        for name in sorted(_free_names(k.before_src) & imported.keys()):
+            module, there = imported[name]
+            out.append(f"{path}: the setup state's base {k.name} uses {name}, imported from "
+                       f"{module}, where the setup state no longer defines {there}")  # fmt: skip
     return out
 
 

@@ -38,6 +38,7 @@ PINS_DIFFER = "installed package version differs from the task's pins"
 HOST_REJECTS = "the framework does not import with the installed"
 SELECTION_FAILED = "the selection run failed"
 NO_FAIL_TO_PASS = "no test fails at the setup state and passes with the gold"
+SETUP_UNRUNNABLE = "the setup state fails before its tests run (infra), not in them"
 NO_LAUNCH = "no test launches a target kernel"
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
@@ -323,6 +324,12 @@ def decide(
     f2p = tuple(n for n in gold_ok if all(o.get(n) != "passed" for o in outcome["base"]))
     starved = tuple(n for n in f2p if out_of_memory(n, base))  # not a failure of the setup state
     f2p = tuple(n for n in f2p if n not in starved)
+    # a setup state whose every run fails before its tests (infra: the test module does not
+    # import) fails them for a reason no kernel fixes: flash-linear-attention #466's restored
+    # base imports `safe_exp_comba` from a module whose copy the PR deleted (2026-12-05)
+    unrunnable = bool(base) and all(r.failure is FailureClass.INFRA for r in base)
+    if unrunnable and task.task_type.type is not TaskType.OPTIMIZATION:
+        f2p = ()
     p2p = tuple(n for n in gold_ok if all(o.get(n) == "passed" for o in outcome["base"]))
     lists = f2p, p2p, tuple(flaky)
     if not gold:
@@ -364,6 +371,8 @@ def decide(
                 f"{task.task_type.type}: the setup state failed only by running out of GPU "
                 f"memory ({len(starved)} tests); run it with fewer tasks side by side"
             )
+        if unrunnable:
+            why = f"{task.task_type.type}: {SETUP_UNRUNNABLE} ({base[0].detail[:160]})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
     why = (
         f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass"

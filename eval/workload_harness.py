@@ -46,6 +46,37 @@ def _load_project() -> tuple[Any, Any, Any]:
     return timing, workload_inputs, launch_capture
 
 
+def _autotuned(kernel: Any) -> frozenset[str]:
+    """The meta-parameters an `@triton.autotune` around `kernel` sets itself (its configs' keys
+    and launch options): a launch that passes them again is refused ("Conflicting
+    meta-parameters"; flash-linear-attention's `BT`, `BK`, found by scripts/preflight_plans.py
+    on 2026-12-05), so the captured values give way to the autotuner's choice."""
+    names: set[str] = set()
+    obj, seen = kernel, 0
+    while obj is not None and seen < 8:  # autotune over heuristics over the jitted function
+        configs = getattr(obj, "configs", None)
+        if isinstance(configs, list | tuple):
+            for c in configs:
+                names |= set(getattr(c, "kwargs", None) or {})
+            names |= {"num_warps", "num_stages", "num_ctas", "maxnreg"}
+        obj, seen = getattr(obj, "fn", None), seen + 1
+    return frozenset(names)
+
+
+def _pin_config(kernel: Any, values: dict[str, Any]) -> None:
+    """Leave each autotuner around `kernel` one config: the captured launch's `values` (CPU
+    checks, scripts/preflight_plans.py; a GPU run autotunes as the framework does)."""
+    obj, seen = kernel, 0
+    while obj is not None and seen < 8:
+        configs = getattr(obj, "configs", None)
+        if isinstance(configs, list) and configs:
+            first = configs[0]
+            meta = {k: values.get(k, v) for k, v in (getattr(first, "kwargs", None) or {}).items()}
+            opts = {k: values[k] for k in ("num_warps", "num_stages") if k in values}
+            obj.configs = [type(first)(meta, **opts)]
+        obj, seen = getattr(obj, "fn", None), seen + 1
+
+
 def _resolve(entry: dict[str, Any]) -> Any:
     obj: Any = importlib.import_module(entry["module"])
     for part in entry["name"].split("."):
@@ -67,12 +98,18 @@ class Call:
         self.target = _resolve(self.entry)  # the first call's imports the framework
         self.resolve_s = time.perf_counter() - t0
         kind = self.entry.get("kind", "function")
+        tuned: frozenset[str] = frozenset()
         if kind == "module":
             mod = self.target(**self.entry.get("init", {}))
             self.fn = mod.to(device) if hasattr(mod, "to") else mod
             if self.entry.get("dtype") and hasattr(self.fn, "to"):
                 self.fn = self.fn.to(dtype=getattr(torch, self.entry["dtype"]))
         elif kind == "kernel":
+            tuned = _autotuned(self.target)
+            if tuned and device.type == "cpu":
+                # the interpreter has no driver to benchmark configs with: the captured one
+                _pin_config(self.target, {a["name"]: a.get("value") for a in spec["args"]
+                                          if a.get("keyword") and a["name"] in tuned})  # fmt: skip
             self.fn = self.target[tuple(spec.get("grid") or (1,))]
         elif self.entry.get("method"):
             self.fn = getattr(self.target, self.entry["method"])
@@ -84,6 +121,8 @@ class Call:
             gen.manual_seed(seed * 1000 + i)
             pos, kw = [], {}
             for a in spec["args"]:
+                if a.get("keyword") and a["name"] in tuned:
+                    continue  # the autotuner sets it (the captured launch had its choice)
                 v = inputs.make_tensor(torch, a, gen, device) if a["tensor"] else _value(torch, a)
                 if a.get("keyword"):
                     kw[a["name"]] = v

@@ -437,3 +437,21 @@ def test_reasons_are_counted_by_kind_without_the_task_type() -> None:
     assert reason_kind("optimization: no workload measured yet (the gold ...)") == (
         "no workload measured yet"
     )
+
+
+def test_a_setup_state_that_does_not_import_fails_no_test_of_the_kernel() -> None:
+    """Flash-linear-attention #466 (H100, 2026-12-05): every base run failed before its tests
+    (infra: the restored base imports `safe_exp_comba`, which the PR deleted from another
+    module) and every gold run passed; that is a broken setup state, not a fail-to-pass."""
+    why = "ImportError: cannot import name 'safe_exp_comba' from 'fla.ops.comba.utils'"
+    base = [RunResult("t", Variant.BASE, i, 1, FailureClass.INFRA, False, (), 5.0, detail=why)
+            for i in range(3)]  # fmt: skip
+    gold = [run(Variant.GOLD, i, {"a": "passed", "b": "passed"}) for i in range(3)]
+    verdict, f2p, p2p, _ = gate(TaskType.FEATURE, ["a", "b"], base, gold)
+    assert verdict.status == "unverified" and f2p == () and p2p == ()
+    assert verdict.reason.startswith("feature: the setup state fails before its tests run")
+    assert "safe_exp_comba" in verdict.reason
+    # base runs that reach their tests and fail one decide as before
+    base = [run(Variant.BASE, i, {"a": "failed", "b": "passed"}) for i in range(3)]
+    verdict, f2p, _, _ = gate(TaskType.FEATURE, ["a", "b"], base, gold)
+    assert verdict.status == "verified" and f2p == ("a",)

@@ -529,3 +529,45 @@ def test_a_kernel_moved_into_another_existing_file_gives_a_setup_patch_that_appl
     assert "def mul_kernel" in add and "* 2.0" not in add  # the base kernel, in its new file
     assert not (tree / "pkg/ops/util.py").exists()  # the gold patch's deletion, once
     assert check_task(tdir).errors == []
+
+
+def test_the_check_names_a_base_kernels_import_that_the_setup_state_deleted() -> None:
+    """flash-linear-attention #466 (H100, 2026-12-05): the PR deleted `safe_exp_comba` from
+    `fla/ops/comba/utils.py` (a file other than the targets', so its change is in the setup
+    state) while the restored base kernels import it from there: every base run failed at
+    import ("infra") and the task read as verified. 3 of 829 tasks (#466, #652, #737550ff9b)."""
+    from types import SimpleNamespace
+
+    from curation.targets import _deleted_import_errors, _removed_definitions
+
+    utils_section = b"""diff --git a/pkg/ops/utils.py b/pkg/ops/utils.py
+--- a/pkg/ops/utils.py
++++ b/pkg/ops/utils.py
+@@ -1,9 +1,4 @@
+ import triton
+-@triton.jit
+-def safe_exp(x):
+-    return tl.exp(tl.minimum(x, 0))
+-
+-LIMIT: int = 4
+-def kept(x):
++def kept(x, y=0):
+     return x
+"""
+    assert _removed_definitions(utils_section) == {"safe_exp", "LIMIT"}
+    setup = b"from .utils import safe_exp as sexp, kept\nfrom pkg.ops.utils import LIMIT\n"
+    decay = "def decay_kernel(x):\n    return sexp(x) + LIMIT\n"
+    other = "def other_kernel(x):\n    return kept(x)\n"
+    f = "pkg/ops/decay.py"
+    kernels = [SimpleNamespace(file=f, name="decay_kernel", before_src=decay),
+               SimpleNamespace(file=f, name="other_kernel", before_src=other)]  # fmt: skip
+    removed = {"pkg/ops/utils.py": _removed_definitions(utils_section)}
+    errors = _deleted_import_errors("pkg/ops/decay.py", setup, kernels, removed)  # type: ignore
+    assert errors == [
+        "pkg/ops/decay.py: the setup state's base decay_kernel uses LIMIT, imported from "
+        "pkg/ops/utils.py, where the setup state no longer defines LIMIT",
+        "pkg/ops/decay.py: the setup state's base decay_kernel uses sexp, imported from "
+        "pkg/ops/utils.py, where the setup state no longer defines safe_exp",
+    ]
+    # a module the setup state does not change, or a name it keeps, is no error
+    assert _deleted_import_errors("pkg/ops/decay.py", setup, kernels, {}) == []  # type: ignore

@@ -1829,3 +1829,58 @@ def test_the_harness_builds_a_module_entry_with_its_keywords_and_casts_it(
     assert built.fn.w.dtype == torch.bfloat16 and float(built.fn.w.detach()[0]) == 2.0
     out = built()
     assert out.dtype == torch.bfloat16 and out.shape == (4, 8)
+
+
+TUNED = """import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 128})],
+                 key=["n_cols"])
+@triton.jit
+def tuned_rowscale_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    for start in range(0, n_cols, BLOCK):
+        mask = start + offs < n_cols
+        x = tl.load(x_ptr + row * n_cols + start + offs, mask=mask)
+        tl.store(out_ptr + row * n_cols + start + offs, 2 * x, mask=mask)
+"""
+
+
+def test_an_autotuned_kernels_captured_meta_parameters_give_way_to_the_autotuner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A captured launch of an autotuned kernel holds the config the autotuner chose (`BLOCK`);
+    passed again, Triton refuses the launch ("Conflicting meta-parameters", every
+    flash-linear-attention kernel-level plan on 2026-12-05): the harness leaves it out. On the
+    CPU, where the interpreter has no driver to benchmark configs with, the autotuner keeps the
+    captured config alone."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+    import workload_harness as harness
+
+    from eval import workload_inputs
+
+    (tmp_path / "tunedpkg").mkdir()
+    (tmp_path / "tunedpkg" / "__init__.py").write_text("")
+    (tmp_path / "tunedpkg" / "k.py").write_text(TUNED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = {"entry": {"module": "tunedpkg.k", "name": "tuned_rowscale_kernel", "kind": "kernel"},
+            "grid": [4], "mode": "forward", "label": "small",
+            "args": [{"name": "x_ptr", "tensor": True, "shape": [4, 100], "dtype": "float32"},
+                     {"name": "out_ptr", "tensor": True, "shape": [4, 100], "dtype": "float32",
+                      "rule": "zeros"},
+                     {"name": "n_cols", "tensor": False, "value": 100},
+                     {"name": "BLOCK", "tensor": False, "value": 64, "keyword": True},
+                     {"name": "num_warps", "tensor": False, "value": 4,
+                      "keyword": True}]}  # fmt: skip
+    assert harness._autotuned(harness._resolve(spec["entry"])) >= {"BLOCK", "num_warps"}
+    call = harness.Call(torch, workload_inputs, spec, 0, torch.device("cpu"), 1)
+    x, out = call(0)[:2]
+    assert torch.equal(out, 2 * x)
+    assert [c.kwargs for c in call.target.configs] == [{"BLOCK": 64}]
+    assert call.target.configs[0].num_warps == 4
+    # a plain jitted kernel keeps every argument it was given
+    assert harness._autotuned(harness._resolve(spec["entry"]).fn) == frozenset()
