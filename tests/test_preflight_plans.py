@@ -98,3 +98,35 @@ def test_help(capsys) -> None:
     with pytest.raises(SystemExit):
         preflight(["--help"])
     assert "--rows" in capsys.readouterr().out
+
+
+def test_outputs_that_differ_fail_an_optimization_only(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+    import json
+
+    from eval import workload_run
+
+    repo, tasks, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    tdir.store(TaskFile.WORKLOAD, Workload(task.task_id, Metric.KERNEL_TIME, "default",
+                                           (_launch(64, 32, 32),)))  # fmt: skip
+    real = workload_run.measure_task
+
+    def differing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real(*args, **kwargs)
+        calls = tuple(dataclasses.replace(c, base_matches=False) for c in result.calls)
+        return dataclasses.replace(result, calls=calls)
+
+    monkeypatch.setattr(workload_run, "measure_task", differing)
+    argv = ["--tasks", str(tasks), "--repo-path", f"{task.framework}={repo.path}"]
+    assert preflight(argv) == 1  # the tiny PR is an optimization: its base must match
+    assert "failed: small: base and gold outputs differ" in capsys.readouterr().out
+    record = json.loads(tdir.path(TaskFile.TASK).read_text())
+    record["task_type"]["type"] = "bug_fix"
+    tdir.path(TaskFile.TASK).write_text(json.dumps(record))
+    assert preflight(argv) == 0  # a fix changes what the kernel computes
+    assert "ok (1 launches cut to 2 rows: small); base and gold outputs differ (bug_fix)" in (
+        capsys.readouterr().out
+    )
