@@ -30,6 +30,7 @@ from curation.errors import SpliceError
 from curation.imports import bound_names
 from curation.model import Target, TargetKernel, TargetRole, TargetStatus
 from curation.splice import Definition, KernelSource, definitions, splice_file
+from curation.testsel import module_name
 from mining.git import file_diff
 from mining.kernels import parse_python
 
@@ -672,15 +673,19 @@ def _removed_definitions(section: bytes) -> frozenset[str]:
     return frozenset(gone - added)
 
 
-def _module_path(importer: str, module: str | None, level: int) -> list[str]:
-    """Repository paths that `from <level dots><module> import ...` in `importer` may name."""
-    if level:
-        parts = importer.split("/")[:-1]
-        parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
-        stem = "/".join([*parts, *(module.split(".") if module else [])])
-    else:
-        stem = (module or "").replace(".", "/")
-    return [f"{stem}.py", f"{stem}/__init__.py"] if stem else []
+def _imported_module(importer: str, node: ast.ImportFrom) -> str | None:
+    """The dotted module a `from ... import` in the file `importer` names, relative ones
+    resolved against its package (`module_name`: a leading src/ is no package)."""
+    if not node.level:
+        return node.module
+    own = module_name(importer)
+    if own is None:
+        return None
+    package = own.split(".") if importer.endswith("/__init__.py") else own.split(".")[:-1]
+    if node.level - 1 > len(package):
+        return None  # beyond the top of the tree
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *(node.module.split(".") if node.module else [])]) or None
 
 
 def _deleted_import_errors(
@@ -694,15 +699,15 @@ def _deleted_import_errors(
         tree = ast.parse(setup)
     except (SyntaxError, ValueError):
         return []
+    by_module = {module_name(p): (p, names) for p, names in removed.items()}
     imported: dict[str, tuple[str, str]] = {}  # bound name -> (module path, name there)
     for node in _top_statements(tree):
         if not isinstance(node, ast.ImportFrom):
             continue
-        for cand in _module_path(path, node.module, node.level):
-            if cand in removed:
-                for a in node.names:
-                    if a.name in removed[cand]:
-                        imported[a.asname or a.name] = (cand, a.name)
+        source, gone = by_module.get(_imported_module(path, node), ("", frozenset()))
+        for a in node.names:
+            if a.name in gone:
+                imported[a.asname or a.name] = (source, a.name)
     out = []
     for k in kernels:
         if k.file != path or k.before_src is None:

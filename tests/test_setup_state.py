@@ -571,3 +571,8 @@ def test_the_check_names_a_base_kernels_import_that_the_setup_state_deleted() ->
     ]
     # a module the setup state does not change, or a name it keeps, is no error
     assert _deleted_import_errors("pkg/ops/decay.py", setup, kernels, {}) == []  # type: ignore
+    # a src/ layout (Liger-Kernel's): `pkg.ops.utils` is src/pkg/ops/utils.py
+    src = [SimpleNamespace(file="src/" + f, name="decay_kernel", before_src=decay)]
+    removed = {"src/pkg/ops/utils.py": _removed_definitions(utils_section)}
+    errors = _deleted_import_errors("src/" + f, setup, src, removed)  # type: ignore
+    assert [e.split(" uses ")[1].split(",")[0] for e in errors] == ["LIMIT", "sexp"]
