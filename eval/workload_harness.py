@@ -46,35 +46,40 @@ def _load_project() -> tuple[Any, Any, Any]:
     return timing, workload_inputs, launch_capture
 
 
-def _autotuned(kernel: Any) -> frozenset[str]:
-    """The meta-parameters an `@triton.autotune` around `kernel` sets itself (its configs' keys
-    and launch options): a launch that passes them again is refused ("Conflicting
-    meta-parameters"; flash-linear-attention's `BT`, `BK`, found by scripts/preflight_plans.py
-    on 2026-12-05), so the captured values give way to the autotuner's choice."""
-    names: set[str] = set()
-    obj, seen = kernel, 0
-    while obj is not None and seen < 8:  # autotune over heuristics over the jitted function
-        configs = getattr(obj, "configs", None)
-        if isinstance(configs, list | tuple):
-            for c in configs:
-                names |= set(getattr(c, "kwargs", None) or {})
-            names |= {"num_warps", "num_stages", "num_ctas", "maxnreg"}
-        obj, seen = getattr(obj, "fn", None), seen + 1
-    return frozenset(names)
+_LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
 
 
-def _pin_config(kernel: Any, values: dict[str, Any]) -> None:
-    """Leave each autotuner around `kernel` one config: the captured launch's `values` (CPU
-    checks, scripts/preflight_plans.py; a GPU run autotunes as the framework does)."""
-    obj, seen = kernel, 0
-    while obj is not None and seen < 8:
-        configs = getattr(obj, "configs", None)
-        if isinstance(configs, list) and configs:
-            first = configs[0]
+def _autotuners(kernel: Any) -> list[Any]:
+    """The `@triton.autotune` wrappers around `kernel` (autotune over heuristics over the
+    jitted function: each wraps the next as `.fn`)."""
+    found, obj = [], kernel
+    for _ in range(8):
+        if obj is None:
+            break
+        if isinstance(getattr(obj, "configs", None), list | tuple):
+            found.append(obj)
+        obj = getattr(obj, "fn", None)
+    return found
+
+
+def _autotuned(tuners: list[Any]) -> frozenset[str]:
+    """The meta-parameters the autotuners set themselves (their configs' keys and launch
+    options): a launch that passes them again is refused ("Conflicting meta-parameters";
+    flash-linear-attention's `BT`, `BK`, found by scripts/preflight_plans.py on 2026-12-05), so
+    the captured values give way to the autotuner's choice."""
+    names = {k for t in tuners for c in t.configs for k in (getattr(c, "kwargs", None) or {})}
+    return frozenset(names | _LAUNCH_OPTIONS) if tuners else frozenset()
+
+
+def _pin_config(tuners: list[Any], values: dict[str, Any]) -> None:
+    """Leave each autotuner one config: the captured launch's `values` (CPU checks,
+    scripts/preflight_plans.py; a GPU run autotunes as the framework does)."""
+    for t in tuners:
+        if t.configs:
+            first = t.configs[0]
             meta = {k: values.get(k, v) for k, v in (getattr(first, "kwargs", None) or {}).items()}
             opts = {k: values[k] for k in ("num_warps", "num_stages") if k in values}
-            obj.configs = [type(first)(meta, **opts)]
-        obj, seen = getattr(obj, "fn", None), seen + 1
+            t.configs = [type(first)(meta, **opts)]
 
 
 def _resolve(entry: dict[str, Any]) -> Any:
@@ -105,11 +110,12 @@ class Call:
             if self.entry.get("dtype") and hasattr(self.fn, "to"):
                 self.fn = self.fn.to(dtype=getattr(torch, self.entry["dtype"]))
         elif kind == "kernel":
-            tuned = _autotuned(self.target)
+            tuners = _autotuners(self.target)
+            tuned = _autotuned(tuners)
             if tuned and device.type == "cpu":
                 # the interpreter has no driver to benchmark configs with: the captured one
-                _pin_config(self.target, {a["name"]: a.get("value") for a in spec["args"]
-                                          if a.get("keyword") and a["name"] in tuned})  # fmt: skip
+                _pin_config(tuners, {a["name"]: a.get("value") for a in spec["args"]
+                                     if a.get("keyword") and a["name"] in tuned})  # fmt: skip
             self.fn = self.target[tuple(spec.get("grid") or (1,))]
         elif self.entry.get("method"):
             self.fn = getattr(self.target, self.entry["method"])

@@ -1876,11 +1876,12 @@ def test_an_autotuned_kernels_captured_meta_parameters_give_way_to_the_autotuner
                      {"name": "BLOCK", "tensor": False, "value": 64, "keyword": True},
                      {"name": "num_warps", "tensor": False, "value": 4,
                       "keyword": True}]}  # fmt: skip
-    assert harness._autotuned(harness._resolve(spec["entry"])) >= {"BLOCK", "num_warps"}
+    tuners = harness._autotuners(harness._resolve(spec["entry"]))
+    assert harness._autotuned(tuners) >= {"BLOCK", "num_warps"}
     call = harness.Call(torch, workload_inputs, spec, 0, torch.device("cpu"), 1)
     x, out = call(0)[:2]
     assert torch.equal(out, 2 * x)
     assert [c.kwargs for c in call.target.configs] == [{"BLOCK": 64}]
     assert call.target.configs[0].num_warps == 4
     # a plain jitted kernel keeps every argument it was given
-    assert harness._autotuned(harness._resolve(spec["entry"]).fn) == frozenset()
+    assert harness._autotuned(harness._autotuners(harness._resolve(spec["entry"]).fn)) == set()
