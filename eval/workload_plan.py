@@ -647,6 +647,13 @@ def _is_block(name: str) -> bool:
     return bool(re.match(r"BLOCK|B[A-Z]$", name))
 
 
+def _with_head_dim(values: dict[str, int]) -> dict[str, int]:
+    """A model's sizes with its head dimension, hidden size / heads when it names none."""
+    if "head_dim" not in values and values.get("num_heads"):
+        values["head_dim"] = values["hidden_size"] // values["num_heads"]
+    return values
+
+
 def launch_configs(view: TreeView) -> list[tuple[str, dict[str, int]]]:
     """(evidence, {model key: value}) of every example launch script or YAML of the repository
     whose arguments name a hidden size (`--hidden-size 4096`): one model a file, the first
@@ -670,9 +677,7 @@ def launch_configs(view: TreeView) -> list[tuple[str, dict[str, int]]]:
             else:
                 values.setdefault(key, value)
         if "hidden_size" in values:
-            if "head_dim" not in values and values.get("num_heads"):
-                values["head_dim"] = values["hidden_size"] // values["num_heads"]
-            out.append((f"{path}:{line}", values))
+            out.append((f"{path}:{line}", _with_head_dim(values)))
     return out
 
 
@@ -712,9 +717,7 @@ def model_configs(view: TreeView) -> list[tuple[str, dict[str, int]]]:
                 if key and isinstance(v, ast.Constant) and type(v.value) is int and v.value > 0:
                     values.setdefault(key, v.value)
             if "hidden_size" in values:
-                if "head_dim" not in values and values.get("num_heads"):
-                    values["head_dim"] = values["hidden_size"] // values["num_heads"]
-                out.append((f"{path}:{getattr(node, 'lineno', 0)}", values))
+                out.append((f"{path}:{getattr(node, 'lineno', 0)}", _with_head_dim(values)))
     return out + launch_configs(view)
 
 
