@@ -1,6 +1,7 @@
-"""Check kernel-level workload plans on the CPU before a GPU call spends minutes on them: each
-planned launch of a target kernel (`scaled_test_call`, `model_config`) cut to a few rows and
-run once, base and gold, in the Triton interpreter (TRITON_INTERPRET=1).
+"""Check kernel-level workload plans on the CPU before a GPU call spends minutes on them.
+
+Each planned launch of a target kernel (`scaled_test_call`, `model_config`) is cut to a few rows
+and run once, base and gold, in the Triton interpreter (TRITON_INTERPRET=1).
 
     python scripts/preflight_plans.py --tasks TASKS [--task ID | --task-file F]
         [--repo-path NAME=PATH ...] [--rows 2] [--timeout 300]
@@ -36,6 +37,7 @@ from core.errors import one_line
 from core.records import from_args
 from curation.model import TaskType
 from curation.taskdir import TaskDir, TaskFile
+from eval.__main__ import _selection
 from eval.errors import EvalError
 from eval.session import EvalSettings, select_tasks, stores
 from eval.workload_model import ArgSpec, EntryKind, Workload, WorkloadCall
@@ -67,12 +69,7 @@ def cut(call: WorkloadCall, rows: int) -> WorkloadCall | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
-    ap.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
-    ap.add_argument("--task-file", type=Path, help="only the task ids it lists, one a line")
-    ap.add_argument("--repo-path", action="append", default=[], metavar="NAME=PATH",
-                    help="repository of a framework (repeatable)")  # fmt: skip
-    ap.add_argument("--work", type=Path, default=Path("work"), help="mining work dir")
+    _selection(ap)  # --tasks, --task, --task-file, --repo-path, --work as the eval commands
     ap.add_argument("--rows", type=int, default=2, help="the token dimension of a cut launch")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per harness process")
     args = ap.parse_args(argv)

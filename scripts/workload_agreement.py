@@ -1,6 +1,7 @@
-"""How well workload measurements reproduce: the gold's totals of every task measured more than
-once on one machine kind, on the same sizes (issue 10: two independent runs on different days
-agree within 3% on at least 90% of the tasks' gold times).
+"""How well workload measurements reproduce, from the gold's totals of repeated measurements.
+
+Every task measured more than once on one machine kind, on the same sizes (issue 10: two
+independent runs on different days agree within 3% on at least 90% of the tasks' gold times).
 
     python scripts/workload_agreement.py docs/runs [--tolerance 0.03]
 
