@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from merge_device_results import unpacked_roots
 
-RESULT = "workload_result.json"
+from curation.taskdir import TaskFile
 
 
 def measurements(roots: list[Path]) -> list[dict[str, Any]]:
@@ -37,7 +37,7 @@ def measurements(roots: list[Path]) -> list[dict[str, Any]]:
     total measured: a result whose gold failed says nothing about reproducibility."""
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for root in roots:
-        for f in sorted(root.rglob(RESULT)):
+        for f in sorted(root.rglob(TaskFile.WORKLOAD_RESULT.value)):
             try:
                 r = json.loads(f.read_text())
             except (OSError, ValueError) as e:
