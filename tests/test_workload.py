@@ -1856,11 +1856,7 @@ def test_an_autotuned_kernels_captured_meta_parameters_give_way_to_the_autotuner
     flash-linear-attention kernel-level plan on 2026-12-05): the harness leaves it out. On the
     CPU, where the interpreter has no driver to benchmark configs with, the autotuner keeps the
     captured config alone."""
-    import sys as _sys
-
-    _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
-    import workload_harness as harness
-
+    from eval import workload_harness as harness
     from eval import workload_inputs
 
     (tmp_path / "tunedpkg").mkdir()
