@@ -21,7 +21,7 @@ from curation.hardware import detect
 from curation.imports import modules_to_read, unresolved_imports
 from curation.model import FileStat, TargetKernel, Task
 from curation.requirement import LlmDrafter, write_requirement
-from curation.targets import find_targets, setup_files, setup_patch
+from curation.targets import Elsewhere, elsewhere_modules, find_targets, setup_files, setup_patch
 from curation.taskdir import AFTER_DIR, BEFORE_DIR, TaskDir, TaskFile
 from curation.testsel import TestSelector
 from mining.git import GitRepo
@@ -162,13 +162,14 @@ class TaskBuilder:
         tdir.write(TaskFile.TEST_PATCH, test)
         base_files, gold_files = files[BEFORE_DIR], files[AFTER_DIR]
         targets = find_targets(task.kernels, gold_files, base_files)
-        setup = setup_files(targets, task.kernels, gold_files, base_files)
+        tree = list(self.repo.list_tree(cand.commit, (".py",)))
+        setup = setup_files(targets, task.kernels, gold_files, base_files,
+                            self._elsewhere(cand, other, paths, tree))  # fmt: skip
         old_paths = {k.file: k.old_file for k in task.kernels if k.old_file}
         tdir.write(TaskFile.SETUP_PATCH, setup_patch(gold, setup, base_files, old_paths))
         tests = self.repo.read_files(cand.commit, list(task.tests.files))
         requires = detect({p: gold_files[p] for p in {t.file for t in targets}}, tests)
         own = {p: tests[p] for p in task.tests.changed_in_pr if p in tests}
-        tree = list(self.repo.list_tree(cand.commit, (".py",)))
         modules = self.repo.read_files(cand.commit, modules_to_read(own, tree))
         unresolved = unresolved_imports(own, modules, setup, tree)
         return replace(
@@ -177,6 +178,20 @@ class TaskBuilder:
             requires=requires,
             tests=replace(task.tests, unresolved_imports=unresolved),
         )
+
+    def _elsewhere(
+        self, cand: Candidate, changed: Sequence[str], read: Sequence[str], tree: Sequence[str]
+    ) -> dict[str, Elsewhere]:
+        """The PR's other changed modules (not the kernels' files, already `read`) whose gold
+        deletes names their base bound: a restored base target may import one of those."""
+        assert cand.parent is not None
+        paths = sorted({p for p in changed if p.endswith(".py")} - set(read))
+        if not paths:
+            return {}
+        present = set(tree)
+        base = self.repo.read_files(cand.parent, paths)
+        gold = self.repo.read_files(cand.commit, paths)
+        return elsewhere_modules(base, gold, [p for p in paths if p not in present])
 
     def _with_requirement(self, task: Task, tdir: TaskDir) -> Task:
         rec = tdir.load_curation()

@@ -21,7 +21,8 @@ import ast
 import logging
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -239,7 +240,47 @@ def keep_base_imports(source: str, base_file: bytes, gold_file: bytes, name: str
 _DEFS = ("function_definition", "decorated_definition")
 
 
-def keep_base_globals(source: str, base_file: bytes, gold_file: bytes, kept: set[str]) -> str:
+@dataclass(frozen=True)
+class Elsewhere:
+    """A module the PR changes that holds no target, as the base had it. The setup state takes
+    its gold version, so a helper the PR deleted there is gone for a restored base target that
+    imports it (flash-linear-attention #466 `safe_exp_comba`, #652 `safe_exp`, #737550ff9b
+    `safe_diff_exp`): the base variant would fail at import, not on what the PR fixed."""
+
+    path: str
+    base: bytes
+    gone: frozenset[str]  # module-level names its base binds and its gold does not
+
+
+def elsewhere_modules(
+    base_files: Mapping[str, bytes], gold_files: Mapping[str, bytes], deleted: Iterable[str] = ()
+) -> dict[str, Elsewhere]:
+    """Dotted module name -> `Elsewhere` for the changed modules (base and gold contents; the
+    `deleted` ones gone in the gold) whose gold no longer binds some of their base's names."""
+    out: dict[str, Elsewhere] = {}
+    gone_files = set(deleted)
+    for path, base in base_files.items():
+        module = module_name(path)
+        base_names = _module_names(base)
+        gold = gold_files.get(path)
+        if module is None or base_names is None or (gold is None and path not in gone_files):
+            continue  # not a module, unparsable, or its gold unknown (a blob a mirror lacks)
+        gold_names = _module_names(gold) if gold is not None else frozenset()
+        if gold_names is None:
+            continue  # the gold star-imports: it may bind anything
+        if gone := base_names - gold_names:
+            out[module] = Elsewhere(path, base, gone)
+    return out
+
+
+def keep_base_globals(
+    source: str,
+    base_file: bytes,
+    gold_file: bytes,
+    kept: set[str],
+    path: str = "",
+    elsewhere: Mapping[str, Elsewhere] | None = None,
+) -> str:
     """A base target's `source` (a kernel, or a module-level wrapper) preceded by the
     module-level statements of the base file that bind names it uses and the gold file no
     longer binds (and, in turn, what those use): the setup state keeps the gold module, so a
@@ -248,14 +289,18 @@ def keep_base_globals(source: str, base_file: bytes, gold_file: bytes, kept: set
     attention #463), both gone in the gold, would fail with a NameError at the base variant:
     a failure the PR did not fix. Module-level, since a Triton kernel resolves its globals in
     its module; `kept` (the names one file already got) is updated. The gold variant is the
-    gold tree itself, so these statements never reach it."""
+    gold tree itself, so these statements never reach it. A name the base file (at `path`)
+    imports from one of the `elsewhere` modules, which the PR deleted there, comes as that
+    module's base definition instead of the import (`_carried`)."""
     gold_bound = _module_names(gold_file)
     binding = _base_bindings(base_file)
     if gold_bound is None or binding is None:
         return source
     lines = base_file.decode().splitlines(keepends=True)
     imports = _module_imports(base_file)  # name -> an import of that name alone
-    chosen: list[tuple[int, str]] = []  # (base line, text): imports first, then definitions
+    # (group, base line, text): imports first, then what other modules' bases give, then this
+    # file's definitions in its own order
+    chosen: list[tuple[int, int, str]] = []
     todo = _free_names(source)
     while todo:
         name = todo.pop()
@@ -263,20 +308,71 @@ def keep_base_globals(source: str, base_file: bytes, gold_file: bytes, kept: set
         if found is None or name in gold_bound or name in kept:
             continue
         kept.add(name)
+        if isinstance(found, ast.ImportFrom) and elsewhere:
+            carried = _carried(name, found, path, elsewhere, gold_bound, kept)
+            if carried is not None:
+                chosen += [c for c in carried if c not in chosen]
+                continue
         if isinstance(found, ast.Import | ast.ImportFrom) and name in imports:
-            chosen.append((-1, imports[name]))  # only this name: the gold may bind the others
+            chosen.append((0, 0, imports[name]))  # only this name: the gold may bind the others
             continue
         text_of = _segment(lines, found)
-        if any(t == text_of for _, t in chosen):
+        if any(t == text_of for *_, t in chosen):
             continue
-        chosen.append((found.lineno, text_of))
+        chosen.append((2, found.lineno, text_of))
         todo |= _free_names(text_of)
     if not chosen:
         return source
     chosen.sort()
     log.info("a base target keeps %s, which the gold module no longer binds",
              ", ".join(sorted(n for n in kept if n in binding)))  # fmt: skip
-    return "".join(t.rstrip("\n") + "\n\n\n" for _, t in chosen) + source
+    return "".join(t.rstrip("\n") + "\n\n\n" for *_, t in chosen) + source
+
+
+def _carried(
+    name: str,
+    node: ast.ImportFrom,
+    path: str,
+    elsewhere: Mapping[str, Elsewhere],
+    gold_bound: frozenset[str],
+    kept: set[str],
+) -> list[tuple[int, int, str]] | None:
+    """What stands in for `name`, which the base file at `path` imports (`node`) from a module
+    where the PR deleted it: that module's base definition, with the names it reads that the
+    target's gold module lacks (its imports made absolute, its definitions in turn), as
+    `keep_base_globals` entries; None when the module still binds it."""
+    alias = next((a for a in node.names if (a.asname or a.name) == name), None)
+    module = elsewhere.get(_imported_module(path, node) or "")
+    if alias is None or module is None or alias.name not in module.gone:
+        return None
+    binding = _base_bindings(module.base)
+    if binding is None or alias.name not in binding:
+        return None
+    lines = module.base.decode().splitlines(keepends=True)
+    imports = _module_imports(module.base, module.path)  # absolute: they move to another module
+    out: list[tuple[int, int, str]] = []
+    todo, seen = [alias.name], set()
+    while todo:
+        n = todo.pop()
+        if n in seen or (n != alias.name and (n in gold_bound or n in kept)):
+            continue
+        seen.add(n)
+        found = binding.get(n)
+        if found is None:
+            continue  # a builtin
+        kept.add(n)
+        if isinstance(found, ast.Import | ast.ImportFrom) and n in imports:
+            out.append((0, 0, imports[n]))
+            continue
+        text = _segment(lines, found)
+        if all(t != text for *_, t in out):
+            out.append((1, found.lineno, text))
+            todo += sorted(_free_names(text))
+    if name != alias.name:  # `from m import safe_exp as sexp`
+        out.append((1, len(lines) + 1, f"{name} = {alias.name}\n"))
+    log.info("%s: the base's %s comes from %s's base, where the PR deleted it",
+             path or "a target module", alias.name, module.path)  # fmt: skip
+    return out
 
 
 def _free_names(source: str) -> set[str]:
@@ -354,9 +450,10 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @lru_cache(maxsize=64)
-def _module_imports(src: bytes) -> Mapping[str, str]:
-    """Name -> the import statement (one name) that binds it at module level. Cached by
-    content: the setup state asks once per wrapper of a file."""
+def _module_imports(src: bytes, path: str = "") -> Mapping[str, str]:
+    """Name -> the import statement (one name) that binds it at module level; relative ones
+    made absolute when the file's `path` is given. Cached by content: the setup state asks
+    once per wrapper of a file."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError):
@@ -369,6 +466,8 @@ def _module_imports(src: bytes) -> Mapping[str, str]:
                 out.setdefault(bound, f"import {a.name}" + (f" as {a.asname}" if a.asname else ""))
         elif isinstance(node, ast.ImportFrom) and not any(a.name == "*" for a in node.names):
             module = "." * node.level + (node.module or "")
+            if path and node.level:
+                module = _imported_module(path, node) or module
             for a in node.names:
                 alias = f" as {a.asname}" if a.asname else ""
                 out.setdefault(a.asname or a.name, f"from {module} import {a.name}{alias}")
@@ -398,8 +497,11 @@ def setup_files(
     kernels: Sequence[TargetKernel],
     gold_files: Mapping[str, bytes],
     base_files: Mapping[str, bytes],
+    elsewhere: Mapping[str, Elsewhere] | None = None,
 ) -> dict[str, bytes]:
-    """The setup-state bytes of every file that holds a target (gold path -> bytes)."""
+    """The setup-state bytes of every file that holds a target (gold path -> bytes);
+    `elsewhere` (`elsewhere_modules`): the other changed modules, whose deleted helpers a
+    restored base target may import."""
     # one name may stand for several definitions (e.g. a helper defined per Triton version in
     # the two branches of an `if`): they pair up with the targets in file order
     by_name: dict[tuple[str, str], list[TargetKernel]] = {}
@@ -412,11 +514,13 @@ def setup_files(
         k = same.pop(0) if same else None
         if k is not None:  # a kernel or helper: its base source, or a stub of the gold one
             source = k.before_src if k.before_src is not None else stub(k.after_src or "")
-            base = base_files.get(k.old_file or k.file)
+            base_path = k.old_file or k.file
+            base = base_files.get(base_path)
             restored = k.before_src is not None
         else:  # a wrapper: its base version by qualified name, or a stub
             kern = next(x for x in kernels if x.file == t.file)
-            base = base_files.get(kern.old_file or kern.file)
+            base_path = kern.old_file or kern.file
+            base = base_files.get(base_path)
             old = definitions(base).get(t.name) if base is not None else None
             gold_def = definitions(gold_files[t.file])[t.name]
             source = old.source if old is not None else stub(gold_def.source)
@@ -426,7 +530,7 @@ def setup_files(
         if restored and base is not None and t.file in gold_files:
             # the file's targets are restored by their own items, never twice
             own = kept.setdefault(t.file, _file_targets(targets, t.file))
-            source = keep_base_globals(source, base, gold_files[t.file], own)
+            source = keep_base_globals(source, base, gold_files[t.file], own, base_path, elsewhere)
         items.setdefault(t.file, []).append(KernelSource(t.file, t.name, source))
     out = {}
     for path, group in items.items():
@@ -616,7 +720,8 @@ def roundtrip_errors(
                 items.append(KernelSource(f, t.name, source or ""))
             setup_bytes = (root / f).read_bytes() if (root / f).exists() else b""
             errors += _unbound_errors(f, setup_bytes, targets, kernels, base_files)
-            errors += _deleted_import_errors(f, setup_bytes, kernels, removed)
+            restored = _restored(f, targets, kernels, base_files)
+            errors += _deleted_import_errors(f, setup_bytes, restored, removed)
             try:
                 back = splice_file(setup_bytes, f, items)
             except SpliceError as exc:
@@ -688,13 +793,36 @@ def _imported_module(importer: str, node: ast.ImportFrom) -> str | None:
     return ".".join([*base, *(node.module.split(".") if node.module else [])]) or None
 
 
+def _restored(
+    path: str,
+    targets: Sequence[Target],
+    kernels: Sequence[TargetKernel],
+    base_files: Mapping[str, bytes],
+) -> list[tuple[str, str]]:
+    """(name, base source) of the targets of `path` the setup state restores to their base:
+    kernels and helpers, and wrappers (flash-linear-attention #257's base wrapper calls
+    `is_triton_shared_mem_enough`, which the PR deleted from `fla/utils.py`)."""
+    out = [(k.name, k.before_src) for k in kernels if k.file == path and k.before_src is not None]
+    kern = next((k for k in kernels if k.file == path), None)
+    base = base_files.get(kern.old_file or kern.file) if kern is not None else None
+    defs = definitions(base) if base is not None else {}
+    for t in targets:
+        if t.file == path and t.role is TargetRole.WRAPPER and t.name in defs:
+            out.append((t.name, defs[t.name].source))
+    return out
+
+
 def _deleted_import_errors(
-    path: str, setup: bytes, kernels: Sequence[TargetKernel], removed: Mapping[str, frozenset[str]]
+    path: str,
+    setup: bytes,
+    restored: Sequence[tuple[str, str]],
+    removed: Mapping[str, frozenset[str]],
 ) -> list[str]:
-    """A base target of the setup state that uses a name its module imports from another module
-    whose definition the setup state deletes (flash-linear-attention #466: `safe_exp_comba`,
-    deleted from `fla/ops/comba/utils.py` by the PR, imported back for the restored base): the
-    base variant would fail at import, not on what the PR fixed."""
+    """A base target of the setup state (`restored`: name, base source) that uses a name its
+    module imports from another module whose definition the setup state deletes
+    (flash-linear-attention #466: `safe_exp_comba`, deleted from `fla/ops/comba/utils.py` by
+    the PR, imported back for the restored base): the base variant would fail at import, not
+    on what the PR fixed."""
     try:
         tree = ast.parse(setup)
     except (SyntaxError, ValueError):
@@ -709,12 +837,10 @@ def _deleted_import_errors(
             if a.name in gone:
                 imported[a.asname or a.name] = (source, a.name)
     out = []
-    for k in kernels:
-        if k.file != path or k.before_src is None:
-            continue
-        for name in sorted(_free_names(k.before_src) & imported.keys()):
+    for target, source in restored:
+        for name in sorted(_free_names(source) & imported.keys()):
             module, there = imported[name]
-            out.append(f"{path}: the setup state's base {k.name} uses {name}, imported from "
+            out.append(f"{path}: the setup state's base {target} uses {name}, imported from "
                        f"{module}, where the setup state no longer defines {there}")  # fmt: skip
     return out
 

@@ -39,14 +39,17 @@ from eval.sandbox import SandboxPolicy, ScriptRun, read_back, run_script
 from eval.timing import summarize
 from eval.workload_model import (
     CallResult,
+    EntryKind,
     Metric,
+    Mode,
     Timing,
     Workload,
+    WorkloadCall,
     WorkloadResult,
     spread_total,
     totals_separated,
 )
-from eval.workload_plan import Captured, TreeView, captured_launch, plan_workload
+from eval.workload_plan import Captured, TreeView, captured_launch, plan_workload, tensor_bytes
 
 log = logging.getLogger(__name__)
 
@@ -272,6 +275,7 @@ def measure(
             if not ok and not mismatch:
                 mismatch = f"{v}: {why}"
         gold = timing.get(Variant.GOLD)
+        moved = _moved(call, gold_out)
         calls.append(
             CallResult(
                 label=call.label,
@@ -281,11 +285,9 @@ def measure(
                 base_matches=matches.get(Variant.BASE),
                 prediction_matches=matches.get(Variant.PREDICTION),
                 mismatch=mismatch,
-                bytes_moved=call.bytes_moved,
+                bytes_moved=moved,
                 flops=call.flops,
-                gold_efficiency=efficiency(
-                    call.bytes_moved, call.flops, gold.median_ms if gold else None
-                ),
+                gold_efficiency=efficiency(moved, call.flops, gold.median_ms if gold else None),
                 error=errors[i],
                 gold_launched=launched[i] if i < len(launched) else None,
             )
@@ -293,6 +295,22 @@ def measure(
     seconds["compare"] = round(time.perf_counter() - t0, 2)
     summary = summarize_result(task.task_id, workload.metric, calls, environment)
     return replace(summary, seconds=seconds, phases=phases)
+
+
+def _moved(call: WorkloadCall, gold_out: Mapping[str, Any] | None) -> int:
+    """The bytes a call moves, for its efficiency: a forward wrapper call's tensor arguments
+    read once and the outputs the gold gave back written once. The plan's estimate (every
+    tensor read, the largest written once more) is all there is before the call runs, and it
+    is wrong where the largest tensor is a weight the call only reads: Megatron-LM #4603's
+    fused MoE reads 3.2 GB of experts and writes 0.5 MB, and the estimate gave an efficiency
+    above 1 on the H100. A bare kernel's outputs are all its tensor arguments, and with a
+    backward the outputs hold gradients: those, and a call without saved outputs (cold wall
+    time), keep the estimate."""
+    if gold_out is None or call.entry.kind is EntryKind.KERNEL or call.mode is not Mode.FORWARD:
+        return call.bytes_moved
+    written = sum(t.numel() * t.element_size() for t in gold_out.values()
+                  if hasattr(t, "element_size"))  # fmt: skip
+    return sum(tensor_bytes(a) for a in call.args if a.tensor) + written
 
 
 def warm_cache(settings: MeasureSettings, scratch: Path, variant: Variant) -> Path:

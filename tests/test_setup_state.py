@@ -4,7 +4,11 @@ around it, a deleted kernel; and hardware needs read from code and tests."""
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -536,8 +540,6 @@ def test_the_check_names_a_base_kernels_import_that_the_setup_state_deleted() ->
     `fla/ops/comba/utils.py` (a file other than the targets', so its change is in the setup
     state) while the restored base kernels import it from there: every base run failed at
     import ("infra") and the task read as verified. 3 of 829 tasks (#466, #652, #737550ff9b)."""
-    from types import SimpleNamespace
-
     from curation.targets import _deleted_import_errors, _removed_definitions
 
     utils_section = b"""diff --git a/pkg/ops/utils.py b/pkg/ops/utils.py
@@ -558,11 +560,9 @@ def test_the_check_names_a_base_kernels_import_that_the_setup_state_deleted() ->
     setup = b"from .utils import safe_exp as sexp, kept\nfrom pkg.ops.utils import LIMIT\n"
     decay = "def decay_kernel(x):\n    return sexp(x) + LIMIT\n"
     other = "def other_kernel(x):\n    return kept(x)\n"
-    f = "pkg/ops/decay.py"
-    kernels = [SimpleNamespace(file=f, name="decay_kernel", before_src=decay),
-               SimpleNamespace(file=f, name="other_kernel", before_src=other)]  # fmt: skip
+    restored = [("decay_kernel", decay), ("other_kernel", other)]
     removed = {"pkg/ops/utils.py": _removed_definitions(utils_section)}
-    errors = _deleted_import_errors("pkg/ops/decay.py", setup, kernels, removed)  # type: ignore
+    errors = _deleted_import_errors("pkg/ops/decay.py", setup, restored, removed)
     assert errors == [
         "pkg/ops/decay.py: the setup state's base decay_kernel uses LIMIT, imported from "
         "pkg/ops/utils.py, where the setup state no longer defines LIMIT",
@@ -570,9 +570,105 @@ def test_the_check_names_a_base_kernels_import_that_the_setup_state_deleted() ->
         "pkg/ops/utils.py, where the setup state no longer defines safe_exp",
     ]
     # a module the setup state does not change, or a name it keeps, is no error
-    assert _deleted_import_errors("pkg/ops/decay.py", setup, kernels, {}) == []  # type: ignore
+    assert _deleted_import_errors("pkg/ops/decay.py", setup, restored, {}) == []
     # a src/ layout (Liger-Kernel's): `pkg.ops.utils` is src/pkg/ops/utils.py
-    src = [SimpleNamespace(file="src/" + f, name="decay_kernel", before_src=decay)]
     removed = {"src/pkg/ops/utils.py": _removed_definitions(utils_section)}
-    errors = _deleted_import_errors("src/" + f, setup, src, removed)  # type: ignore
+    errors = _deleted_import_errors("src/pkg/ops/decay.py", setup, restored[:1], removed)
     assert [e.split(" uses ")[1].split(",")[0] for e in errors] == ["LIMIT", "sexp"]
+
+
+UTILS_BASE = """import triton
+import triton.language as tl
+
+from .consts import FLOOR
+
+
+@triton.jit
+def exp(x):
+    return tl.exp(x)
+
+
+@triton.jit
+def safe_exp(x):
+    return exp(tl.where(x <= 0, x, FLOOR))
+
+
+@triton.jit
+def halve(x):
+    return x * 0.5
+"""
+
+DECAY_BASE = """import torch
+import triton
+import triton.language as tl
+
+from .utils import halve, safe_exp as sexp
+
+
+@triton.jit
+def decay_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, halve(sexp(x)), mask=mask)
+
+
+def decay(x):
+    out = torch.empty_like(x)
+    decay_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+    return out
+"""
+
+
+def test_a_helper_the_pr_deleted_from_another_module_comes_with_the_base_kernel(
+    tmp_path: Path,
+) -> None:
+    """flash-linear-attention #466, #652, #737550ff9b: the PR deleted a `@triton.jit` helper
+    (`safe_exp_comba`, `safe_exp`, `safe_diff_exp`) from a module that holds no target, so the
+    setup state (which takes that module's gold) lacked it and the restored base kernels failed
+    at import. The helper's base definition now stands in for the import, with what it reads
+    (`exp`, defined there; `FLOOR`, imported there relatively: made absolute), and the base
+    variant runs."""
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops/__init__.py", "")
+    repo.write("pkg/ops/consts.py", "FLOOR = float('-inf')\n")
+    repo.write("pkg/ops/utils.py", UTILS_BASE)
+    repo.write("pkg/ops/decay.py", DECAY_BASE)
+    repo.commit("Initial commit")
+    gold_utils = UTILS_BASE.split("@triton.jit\ndef exp")[0]
+    gold_utils += "@triton.jit\ndef halve(x):\n    return x * 0.5\n"
+    repo.write("pkg/ops/utils.py", gold_utils)
+    repo.write("pkg/ops/decay.py", DECAY_BASE.replace("halve, safe_exp as sexp", "halve")
+               .replace("halve(sexp(x))", "halve(tl.exp(tl.minimum(x, 0.0)))"))  # fmt: skip
+    repo.commit("Clamp the decay in the kernel, drop safe_exp (#7)")
+    tdir = _tasks(tmp_path, repo)["7"]
+    assert [t.file for t in tdir.load_task().targets] == ["pkg/ops/decay.py"] * 2
+    setup = _setup_tree(repo, tdir, tmp_path / "setup")
+    decay = (setup / "pkg/ops/decay.py").read_text()
+    assert "from pkg.ops.consts import FLOOR" in decay and "def exp(x):" in decay
+    assert "@triton.jit\ndef safe_exp(x):" in decay and "sexp = safe_exp" in decay
+    assert "safe_exp as sexp" not in decay  # the import of a name its module lost is not back
+    assert check_task(tdir).errors == []  # the setup state plus the gold targets is the gold
+    # the base variant imports and computes the base's values (the Triton interpreter)
+    code = ("import torch; from pkg.ops.decay import decay; "
+            "print(decay(torch.tensor([-2.0, 0.0, 3.0])).tolist())")  # fmt: skip
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(setup)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == pytest.approx([0.5 * math.exp(-2.0), 0.5, 0.0])
+    # the setup state as it was before (the base module with its import, the helper's module
+    # at the gold) fails the check; what it reads are the restored kernels' and wrappers' base
+    # sources (#257's was a wrapper's)
+    from curation.targets import _restored, split_patch
+
+    task = tdir.load_task()
+    utils = [sec for path, sec in split_patch(tdir.read_bytes(TaskFile.GOLD_PATCH) or b"")
+             if path == "pkg/ops/utils.py"]  # fmt: skip
+    tdir.write(TaskFile.SETUP_PATCH, b"".join(utils))
+    errors = check_task(tdir).errors
+    assert any("base decay_kernel uses sexp, imported from pkg/ops/utils.py" in e
+               for e in errors), errors  # fmt: skip
+    base = {"pkg/ops/decay.py": tdir.source_path("before", "pkg/ops/decay.py").read_bytes()}
+    assert [n for n, _ in _restored("pkg/ops/decay.py", task.targets, task.kernels, base)] == [
+        "decay_kernel", "decay"]  # fmt: skip

@@ -1403,6 +1403,7 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from eval import workload_run
+    from eval.perf_scores import efficiency
     from eval.workload_run import MeasureSettings, measure_task
 
     repo, _, tdir = _task_repo(tmp_path, {})
@@ -1426,6 +1427,13 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
         assert c.base is not None and c.gold is not None and c.base.reps >= 6
         assert c.base_matches is True  # w * x == x * w
     assert result.base_total_ms and result.gold_total_ms and result.speedup
+    # the wrapper call's bytes are what it read (x, w) and gave back (out), its efficiency
+    # their rate; the bare kernel keeps the plan's estimate (0 here: the workload gives none)
+    assert [c.bytes_moved for c in result.calls] == [64 * 32 * 4 + 32 * 4 + 64 * 32 * 4, 0]
+    wrapper = result.calls[0]
+    assert wrapper.gold is not None and wrapper.gold_efficiency == pytest.approx(
+        efficiency(wrapper.bytes_moved, 0, wrapper.gold.median_ms))  # fmt: skip
+    assert result.calls[1].gold_efficiency is None
     # where the time went: each harness process, the trees, the comparison
     assert set(result.seconds) == {"prepare", "base-0", "gold-0", "gold-1", "base-1", "compare"}
     assert all(s >= 0 for s in result.seconds.values()) and result.seconds["base-0"] > 0
