@@ -134,9 +134,11 @@ class CallResult:
     base_matches: bool | None = None  # outputs within the dtype tolerance of the gold's
     prediction_matches: bool | None = None
     mismatch: str = ""  # the first output that differs, and by how much
-    bytes_moved: int = 0
+    bytes_moved: int = 0  # the plan's estimate (what `workload_agreement` tells plans by)
     flops: int = 0
-    gold_efficiency: float | None = None  # achieved fraction of the H200 peak (bytes or FLOPs)
+    # achieved fraction of the H200 peak (bytes or FLOPs); a forward wrapper call's bytes are
+    # what it read and gave back (`workload_run._moved`), not the estimate
+    gold_efficiency: float | None = None
     error: str = ""  # a variant that failed on this call: which, and its last line
     # the Triton kernels the gold's call launched (its untimed outputs call); None: not recorded
     gold_launched: tuple[str, ...] | None = None

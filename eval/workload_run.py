@@ -285,7 +285,7 @@ def measure(
                 base_matches=matches.get(Variant.BASE),
                 prediction_matches=matches.get(Variant.PREDICTION),
                 mismatch=mismatch,
-                bytes_moved=moved,
+                bytes_moved=call.bytes_moved,
                 flops=call.flops,
                 gold_efficiency=efficiency(moved, call.flops, gold.median_ms if gold else None),
                 error=errors[i],
