@@ -5,9 +5,13 @@
 #     function, 3 node ids kept, 180 s) then 3 base and 3 gold runs each, REF_JOBS at once;
 #   - the oracle: the gold targets scored as predictions on score.txt (verified tasks without a
 #     gold score), GOLD_JOBS at once, and the setup state with SETUP_JOBS (0: not scored).
+#   - then (NEW_GOLD=1, the default since call 39 ran), when the references end before END, the
+#     tasks they verified scored with their gold targets on the references' own Triton cache
+#     (the gold tree's kernels are the same source, so they are not compiled again): the oracle
+#     keeps up with the verified count instead of trailing it (call 39: 3 verified, 4 scored).
 # Resumable: a cut reference keeps reference.partial.json, a cut score its results.jsonl lines,
 # so call 40 runs the same script on the carry with what call 39 brought back merged.
-# Usage: [REF_JOBS=12] [GOLD_JOBS=4] [SETUP_JOBS=0] call39.sh [END seconds, default 560]
+# Usage: [REF_JOBS=12] [GOLD_JOBS=4] [SETUP_JOBS=0] [NEW_GOLD=1] call39.sh [END seconds, default 560]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=.carry/p; mkdir -p /tmp/cp && tar -xzf $C/tasks.tgz -C /tmp/cp && T=/tmp/cp/tasks
@@ -27,8 +31,21 @@ for v in gold:${GOLD_JOBS:-4} setup:${SETUP_JOBS:-0}; do
     echo "$v rc $? after $(( $(date +%s) - S )) s" >> $O/score_$v.log ) &
 done
 wait
+L=$(( END - ($(date +%s) - S) ))
+if [ "${NEW_GOLD:-1}" = 1 ] && [ $L -gt 120 ]; then  # the references' newly verified tasks
+  for t in $(cat $C/ref.txt); do
+    grep -q '"status": "verified"' $T/$t/task.json 2>/dev/null && [ -f $T/$t/reference.json ] && echo $t
+  done > /tmp/new_verified.txt
+  if [ -s /tmp/new_verified.txt ]; then
+    python3 -m eval oracle --tasks $T --task-file /tmp/new_verified.txt $R --from gold --out /tmp/new_gold.jsonl
+    timeout -k 30 -s INT $(( L - 20 )) python3 -m eval score /tmp/new_gold.jsonl --tasks $T \
+      --task-file /tmp/new_verified.txt $R --wheelhouse $C/wh --out /tmp/sgold_new --jobs 6 --timeout 300 \
+      --scratch /tmp/scn --triton-cache /tmp/tcr > $O/score_gold_new.log 2>&1
+    echo "new gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold_new.log
+  fi
+fi
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
-( cd /tmp && find sgold ssetup -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 2>/dev/null | tar --null -cf /tmp/pack/scores.tar -T - )
+( cd /tmp && find sgold ssetup sgold_new -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 2>/dev/null | tar --null -cf /tmp/pack/scores.tar -T - )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
 for f in /tmp/pack/*.log; do echo "== $f"; grep -v "━" $f | grep -v no_prediction | tail -n 16 | cut -c1-200; done
