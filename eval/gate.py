@@ -43,8 +43,11 @@ NO_LAUNCH = "no test launches a target kernel"
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
-# a test's own skip for want of a package: "Skipped: causal_conv1d is not installed"
-_NOT_INSTALLED = re.compile(r"Skipped: (?:.*?\s)?'?([A-Za-z_][\w.-]*)'? is not installed")
+# a test's own skip for want of a package: "Skipped: causal_conv1d is not installed", and
+# Megatron-LM's "Skipped: causal_conv1d not installed"
+_NOT_INSTALLED = re.compile(
+    r"Skipped: (?:.*?\s)?'?(?!is\b)([A-Za-z_][\w.-]*)'? (?:is )?not installed"
+)
 # a frame of an installed package in pytest's traceback, and the error it ends with
 _SITE_FRAME = re.compile(r"site-packages/([A-Za-z_]\w*)/[^\n:]*:\d+: in \w+")
 _ERROR_LINE = re.compile(r"^E\s+(\w+(?:Error|Exception)\b.*)$", re.M)

@@ -307,8 +307,10 @@ def test_a_test_module_that_an_installed_package_rejects_names_that_package() ->
 
 def test_a_selection_whose_every_test_skips_for_a_package_names_it() -> None:
     """flash-linear-attention #388 (H200, 2026-12-03): every selected test skipped with
-    "causal_conv1d is not installed"; a skip among passing tests names nothing."""
-    skips = ("Skipped: causal_conv1d is not installed", "Skipped: mamba_ssm is not installed.")
+    "causal_conv1d is not installed" (Megatron-LM #4764's say "mamba_ssm not installed": its
+    verdict read "every selected test was skipped" until 2026-12-05); a skip among passing
+    tests names nothing."""
+    skips = ("Skipped: causal_conv1d is not installed", "Skipped: mamba_ssm not installed")
     tests = tuple(TestOutcome(f"t{i}", "skipped", 0.0, m) for i, m in enumerate(skips))
     sel = RunResult("t", Variant.GOLD, 0, 0, FailureClass.INFRA, False, tests, 26.0,
                     detail="every selected test was skipped")  # fmt: skip
