@@ -165,6 +165,10 @@ class TestSelection:
     # `module.name`s the PR's tests import that the setup state does not define
     # (curation.imports); `curation.check` fails a task whose requirement does not name them
     unresolved_imports: tuple[str, ...] = ()
+    # one line per target kernel the gold launched in the kept tests on the GPU: its largest
+    # captured launch, `kernel(q=bfloat16[2, 64, 4, 64], ..., BT=64)` (`eval reference`); the
+    # requirement's Interface shows them
+    launches: tuple[str, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:

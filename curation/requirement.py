@@ -419,6 +419,9 @@ def _interface(task: Task) -> list[str]:
         wrappers.setdefault(item.name.rsplit(".", 1)[-1], item)
     # the targets' signatures are in the Interface list already (as the change leaves them)
     written = {t.name.rsplit(".", 1)[-1]: _one_line(t.signature) for t in task.targets}
+    # the dtypes and shapes of the largest launch the kept tests made of each kernel with the
+    # gold (`tests.launches`, recorded by `eval reference`): `name(q=bfloat16[...], ..., BT=64)`
+    seen_launches = {line.split("(", 1)[0]: line for line in task.tests.launches}
     out: list[str] = []
     # A specification, not a dump: one line per signature, each said once, and nothing the
     # starting tree already shows (base signatures and autotune configurations are in it).
@@ -455,6 +458,9 @@ def _interface(task: Task) -> list[str]:
                     for w in k.wrappers if w in wrappers]  # fmt: skip
         if launched:
             out.append("Launched by " + "; ".join(launched))
+        seen = seen_launches.get(k.name)
+        if seen:
+            out.append(f"The tests launch it (the gold, on the GPU) with: `{seen}`")
         if len(out) == start + 2:  # nothing to say beyond the Interface list
             del out[start:]
     return out[1:] if out and out[0] == "" else out

@@ -137,7 +137,8 @@ class TaskDir:
 
     def write_task(self, task: Task) -> None:
         """Write the curate command's record; what the GPU gate recorded (verification, node
-        ids) is eval's and is carried over from the task.json it replaces."""
+        ids, the gold's launches) is eval's and is carried over from the task.json it
+        replaces."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self.exists():
             try:
@@ -148,7 +149,9 @@ class TaskDir:
                 task = replace(
                     task,
                     verification=old.verification,
-                    tests=replace(task.tests, node_ids=old.tests.node_ids),
+                    tests=replace(
+                        task.tests, node_ids=old.tests.node_ids, launches=old.tests.launches
+                    ),
                 )
         write_record(self.path(TaskFile.TASK), task)
 
@@ -170,15 +173,20 @@ class TaskDir:
         return replace(v, status=VerificationStatus.UNVERIFIED, reason=why)
 
     def record_verification(
-        self, verification: Verification, node_ids: tuple[str, ...] | None = None
+        self,
+        verification: Verification,
+        node_ids: tuple[str, ...] | None = None,
+        launches: tuple[str, ...] | None = None,
     ) -> Task:
-        """The gate's verdict (and the node ids it chose) into task.json (eval's fields); a
-        GPU verdict (one with `checked_at`) that does not name its setup state yet (a verdict
-        judged again keeps the one its runs were made on) notes the current one."""
+        """The gate's verdict (and the node ids it chose, the gold's launches in them) into
+        task.json (eval's fields; None keeps what is there); a GPU verdict (one with
+        `checked_at`) that does not name its setup state yet (a verdict judged again keeps the
+        one its runs were made on) notes the current one."""
         if verification.checked_at is not None and verification.setup is None:
             verification = replace(verification, setup=self.setup_digest())
         task = self.load_task()
         tests = task.tests if node_ids is None else replace(task.tests, node_ids=node_ids)
+        tests = tests if launches is None else replace(tests, launches=launches)
         task = replace(task, verification=verification, tests=tests)
         write_record(self.path(TaskFile.TASK), task)
         return task

@@ -376,8 +376,8 @@ def cmd_oracle(args: argparse.Namespace) -> int:
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
-    from eval.model import Reference
-    from eval.reference import hardware_verdict, rejudge
+    from eval.model import Reference, Variant
+    from eval.reference import hardware_verdict, launches_seen, rejudge
     from eval.workload_model import WorkloadResult
 
     n = changed = 0
@@ -391,10 +391,12 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
                 print(f"{tdir.id}: {hardware.status} ({hardware.reason}; no reference.json)")
             continue
         workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
-        new, verdict = rejudge(tdir.load_task(), old, workload)
+        task = tdir.load_task()
+        new, verdict = rejudge(task, old, workload)
         n += 1
         if verdict is not None:
-            tdir.record_verification(verdict, old.node_ids)
+            gold = [r for r in old.runs if r.variant is Variant.GOLD]
+            tdir.record_verification(verdict, old.node_ids, launches_seen(task, gold))
         if new != old:
             changed += 1
             tdir.store(TaskFile.REFERENCE, new)

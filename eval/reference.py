@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -358,7 +359,7 @@ def run_reference(
         verification=str(verdict.status),
     )
     tdir.store(TaskFile.REFERENCE, ref)
-    tdir.record_verification(verdict, node_ids)
+    tdir.record_verification(verdict, node_ids, launches_seen(task, gold))
     tdir.path(TaskFile.REFERENCE_PARTIAL).unlink(missing_ok=True)
     return ref
 
@@ -449,6 +450,48 @@ def hardware_verdict(task: Task) -> Verification | None:
     if gap is None or was.status is VerificationStatus.OUT_OF_SCOPE:
         return None
     return replace(was, status=VerificationStatus.OUT_OF_SCOPE, reason=gap)
+
+
+_GRID = re.compile(r"\[grid=[^\]]*\]")
+_TUPLE = re.compile(r"\(([^()]*)\)")  # a tuple argument: items joined by "," (dims by ", ")
+LAUNCH_CHARS = 400  # a launch line of the requirement is cut here (kernels of 30 parameters)
+
+
+def _fold(m: re.Match[str]) -> str:
+    """A tuple of one repeated item as `(8 x float16[1000, 4096])`."""
+    items = re.split(r",(?! )", m.group(1))
+    return f"({len(items)} x {items[0]})" if len(items) > 2 and len(set(items)) == 1 else m[0]
+
+
+def _tensors_only(line: str) -> str:
+    """`kernel(a=..., b=...)` with the tensor arguments (and tuples of them, and those passed
+    as None) alone: scalars, constexprs and launch options follow from the shapes or are the
+    implementation's choice, and a requirement is a specification, not a dump."""
+    name, _, rest = line.partition("(")
+    args, depth, start = [], 0, 0
+    body = rest[:-1] if rest.endswith(")") else rest
+    for i, c in enumerate(body + ", "):
+        depth += (c in "[(") - (c in "])")
+        if depth == 0 and body[i : i + 2] in (", ", "") and i >= start:
+            args.append(body[start:i])
+            start = i + 2
+    kept = [a for a in args if "=" in a and ("[" in a.split("=", 1)[1] or a.endswith("=None"))]
+    return f"{name}({', '.join(kept)})"
+
+
+def launches_seen(task: Task, gold: Sequence[RunResult]) -> tuple[str, ...]:
+    """One line per target kernel the gold's runs launched, from its largest captured launch
+    (`KernelTiming.shapes`): its tensor arguments as dtype[shape] (a tuple of one repeated
+    tensor folded, an optional one passed as None named so); scalars, constexprs, launch
+    options and the grid left out. Sorted by kernel."""
+    names = {k.name for k in task.kernels}
+    seen: dict[str, str] = {}
+    for run in gold:
+        for k in run.kernels:
+            if k.kernel in names and k.shapes and k.kernel not in seen:
+                line = _tensors_only(_TUPLE.sub(_fold, _GRID.sub("", k.shapes)))
+                seen[k.kernel] = line if len(line) <= LAUNCH_CHARS else line[:LAUNCH_CHARS] + "..."
+    return tuple(seen[n] for n in sorted(seen))
 
 
 def rejudge(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from core.files import write_record
 from core.records import from_json
 
 pytest.importorskip("torch")
@@ -95,6 +96,21 @@ def test_reference_run_finds_fail_to_pass(task_env, tmp_path: Path) -> None:
         task.verification.environment
     )
     assert task.tests.node_ids == ref.node_ids
+    # the gold's launch of the target in the kept tests, for the requirement (issue 9 item 5):
+    # dtypes and shapes, constexprs by value, no grid
+    [line] = task.tests.launches
+    assert line.startswith("add_kernel(") and "float32[" in line and "grid=" not in line, line
+    from curation.requirement import draft_requirement
+
+    assert f"The tests launch it (the gold, on the GPU) with: `{line}`" in draft_requirement(task)
+    # a curation run again keeps them, as it keeps the node ids; `eval rejudge` gives them back
+    # from the stored runs (references run before they were recorded)
+    bare = replace(task, tests=replace(task.tests, launches=(), node_ids=()))
+    tdir.write_task(bare)
+    assert tdir.load_task().tests.launches == (line,)
+    write_record(tdir.path(TaskFile.TASK), bare)
+    assert eval_main(["rejudge", "--tasks", str(tasks)]) == 0
+    assert tdir.load_task().tests.launches == (line,)
 
 
 def _copy_tasks(tasks: Path, dest: Path) -> TaskDir:
