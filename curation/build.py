@@ -135,7 +135,7 @@ class TaskBuilder:
             labels=cand.github.labels if cand.github else (),
         )
         task = self._write_sources(cand, task, tdir)
-        return self._with_requirement(task, tdir)
+        return with_requirement(task, tdir, self.drafter)
 
     def _write_sources(self, cand: Candidate, task: Task, tdir: TaskDir) -> Task:
         """before/, after/, the patches and the setup state; the task with its targets and
@@ -193,17 +193,21 @@ class TaskBuilder:
         gold = self.repo.read_files(cand.commit, paths)
         return elsewhere_modules(base, gold, [p for p in paths if p not in present])
 
-    def _with_requirement(self, task: Task, tdir: TaskDir) -> Task:
-        rec = tdir.load_curation()
-        if rec.requirement_edited:
-            text, origin = tdir.read_requirement(), "curator"
-        else:
-            text, origin = write_requirement(task, self.drafter)
-            tdir.write_draft(text)
-        return replace(
-            task,
-            requirement=text,
-            requirement_origin=origin,
-            curation_status=rec.status,
-            curator_reason=rec.reason,
-        )
+
+def with_requirement(task: Task, tdir: TaskDir, drafter: LlmDrafter | None) -> Task:
+    """The task with its requirement (drafted, and written as requirement.md, unless a curator
+    edited it) and the curator's decision. Also `curate --requirements-only`: a requirement
+    drafted again once the GPU recorded what it shows (the gold's launches)."""
+    rec = tdir.load_curation()
+    if rec.requirement_edited:
+        text, origin = tdir.read_requirement(), "curator"
+    else:
+        text, origin = write_requirement(task, drafter)
+        tdir.write_draft(text)
+    return replace(
+        task,
+        requirement=text,
+        requirement_origin=origin,
+        curation_status=rec.status,
+        curator_reason=rec.reason,
+    )

@@ -32,7 +32,7 @@ from curation.errors import CurationError
 from curation.filters import FilterConfig, judge_all
 from curation.model import Task
 from curation.sources import Source, load_sources
-from curation.taskdir import TaskDir, task_dirs
+from curation.taskdir import TaskDir, TaskFile, task_dirs
 from mining.errors import MiningError
 from mining.git import GitRepo
 from mining.model import Candidate
@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--only-new", action="store_true", help="skip candidates whose task directory exists"
     )
+    p.add_argument(
+        "--requirements-only",
+        action="store_true",
+        help="only draft the requirement of every task directory under --out again from its "
+        "task.json (after `eval reference` recorded the gold's launches); no mining, no "
+        "repository; a curator's edit is kept",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -130,6 +137,7 @@ class CurateSettings:
     codebert_model: str | None = None
     dedup_threshold: float = 0.8
     only_new: bool = False
+    requirements_only: bool = False
     quiet: bool = False
 
 
@@ -138,6 +146,31 @@ def run(args: CurateSettings) -> dict[str, Any]:
     summary (also curation_summary.json). The library entry of the curation stage."""
     with output_lock(args.out):
         return _run_locked(args)
+
+
+def redraft(args: CurateSettings) -> Counter[str]:
+    """`--requirements-only`: each task directory's requirement drafted again from its task.json
+    (of the `--framework`s given, else all); counts by origin (`curator`: an edit kept). A
+    directory whose task.json does not read is a one-line `CurationError` before any write."""
+    from curation.build import with_requirement
+    from curation.requirement import LlmDrafter
+
+    drafter = LlmDrafter(args.llm_endpoint, args.llm_model) if args.llm_endpoint else None
+    with output_lock(args.out):
+        tasks = []
+        for tdir in task_dirs(args.out):
+            try:
+                task = tdir.load_task()
+            except RecordError as exc:
+                raise CurationError(f"{tdir.path(TaskFile.TASK)}: {exc}") from None
+            if not args.framework or task.framework in args.framework:
+                tasks.append((tdir, task))
+        counts: Counter[str] = Counter()
+        for tdir, task in tasks:
+            task = with_requirement(task, tdir, drafter)
+            tdir.write_task(task)
+            counts[task.requirement_origin] += 1
+    return counts
 
 
 def _run_locked(args: CurateSettings) -> dict[str, Any]:
@@ -402,8 +435,19 @@ def main(argv: list[str] | None = None) -> int:
         handlers=[RichHandler(show_time=False, show_path=False, level=logging.WARNING)],
     )
     args = build_parser().parse_args(argv)
+    settings = from_args(CurateSettings, args)
+    if settings.requirements_only:
+        try:
+            counts = redraft(settings)
+        except (CurationError, CoreError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        by_origin = ", ".join(f"{n} {origin}" for origin, n in sorted(counts.items()))
+        print(f"{sum(counts.values())} requirements drafted again ({by_origin or 'none'}) "
+              f"in {settings.out}")  # fmt: skip
+        return 0
     try:
-        summary = run(from_args(CurateSettings, args))
+        summary = run(settings)
     except (CurationError, CoreError, MiningError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

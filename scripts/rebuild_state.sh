@@ -35,6 +35,8 @@ mapfile -t calls < <(cd "$here" && find docs/runs -mindepth 1 -maxdepth 3 \
 python "$here/scripts/merge_device_results.py" "${calls[@]/#/$here/}" --tasks tasks > merge.log || true
 tail -n 1 merge.log
 python -m eval rejudge --tasks tasks | tail -n 1
+# the requirements again, now that rejudge gave each reference's gold launches to task.json
+python -m curation.curate --out tasks --requirements-only | tail -n 1
 python "$here/scripts/verification_report.py" tasks > verification_report.md
 sed -n 1,6p verification_report.md
 echo "partial references: $(find tasks -name reference.partial.json | wc -l)"

@@ -102,6 +102,42 @@ def test_curator_edits_and_decisions_survive_a_rerun(work, tmp_path: Path) -> No
     assert summary["by_status"] == {"approved": 1, "rejected": 1}
 
 
+def test_requirements_drafted_again_show_what_the_gpu_recorded(
+    work, tmp_path: Path, capsys
+) -> None:
+    """`--requirements-only`: once `eval reference` recorded the gold's launches in task.json,
+    the requirements are drafted again from it, without mining or a repository (the work
+    folder may be gone); a curator's edit is kept; a task.json that does not read is one line
+    naming it, before any write."""
+    from dataclasses import replace
+
+    from core.files import write_record
+
+    _, out = work
+    tasks = tmp_path / "tasks"
+    curate(out, tasks)
+    t1, t3 = TaskDir(tasks / "fw__1__add_kernel"), TaskDir(tasks / "fw__3__add_kernel")
+    t1.edit_requirement("Write an elementwise add kernel. (curated)", curator="ana")
+    launch = "add_kernel(x_ptr=float32[1000], y_ptr=float32[1000], out_ptr=float32[1000])"
+    task3 = t3.load_task()
+    recorded = replace(task3, tests=replace(task3.tests, launches=(launch,)))
+    write_record(t3.path(TaskFile.TASK), recorded)
+    assert launch not in t3.read_requirement()
+    argv = ["--work", str(tmp_path / "gone"), "--out", str(tasks), "--requirements-only"]
+    assert curate_main(argv) == 0
+    assert "2 requirements drafted again (1 curator, 1 template)" in capsys.readouterr().out
+    assert f"The tests launch it (the gold, on the GPU) with: `{launch}`" in t3.read_requirement()
+    assert launch in t3.load_task().requirement and t3.load_task().tests.launches == (launch,)
+    assert t1.read_requirement() == "Write an elementwise add kernel. (curated)"
+    # a task.json that does not read: one line, nothing written
+    t1.path(TaskFile.TASK).write_text("{not json")
+    before = t3.read_requirement()
+    assert curate_main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "fw__1__add_kernel/task.json" in err and "\n" not in err
+    assert t3.read_requirement() == before
+
+
 def test_check_reports_broken_task_dirs(work, tmp_path: Path, capsys) -> None:
     _, out = work
     tasks = tmp_path / "tasks"
@@ -130,7 +166,8 @@ def test_help_of_every_command(capsys) -> None:
         with pytest.raises(SystemExit) as exc:
             fn(["--help"])
         assert exc.value.code == 0
-    assert "--codebert-model" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--codebert-model" in out and "--requirements-only" in out
 
 
 def test_binary_files_of_a_pr_stay_out_of_its_patches(tmp_path: Path) -> None:
