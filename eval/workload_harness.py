@@ -46,9 +46,6 @@ def _load_project() -> tuple[Any, Any, Any]:
     return timing, workload_inputs, launch_capture
 
 
-_LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
-
-
 def _autotuners(kernel: Any) -> list[Any]:
     """The `@triton.autotune` wrappers around `kernel` (autotune over heuristics over the
     jitted function: each wraps the next as `.fn`)."""
@@ -62,13 +59,14 @@ def _autotuners(kernel: Any) -> list[Any]:
     return found
 
 
-def _autotuned(tuners: list[Any]) -> frozenset[str]:
-    """The meta-parameters the autotuners set themselves (their configs' keys and launch
-    options): a launch that passes them again is refused ("Conflicting meta-parameters";
-    flash-linear-attention's `BT`, `BK`, found by scripts/preflight_plans.py on 2026-12-05), so
-    the captured values give way to the autotuner's choice."""
+def _autotuned(tuners: list[Any], options: frozenset[str]) -> frozenset[str]:
+    """The meta-parameters the autotuners set themselves (their configs' keys and the launch
+    `options`, `workload_inputs.LAUNCH_OPTIONS`): a launch that passes them again is refused
+    ("Conflicting meta-parameters"; flash-linear-attention's `BT`, `BK`, found by
+    scripts/preflight_plans.py on 2026-12-05), so the captured values give way to the
+    autotuner's choice."""
     names = {k for t in tuners for c in t.configs for k in (getattr(c, "kwargs", None) or {})}
-    return frozenset(names | _LAUNCH_OPTIONS) if tuners else frozenset()
+    return frozenset(names | options) if tuners else frozenset()
 
 
 def _pin_config(tuners: list[Any], values: dict[str, Any]) -> None:
@@ -111,7 +109,7 @@ class Call:
                 self.fn = self.fn.to(dtype=getattr(torch, self.entry["dtype"]))
         elif kind == "kernel":
             tuners = _autotuners(self.target)
-            tuned = _autotuned(tuners)
+            tuned = _autotuned(tuners, inputs.LAUNCH_OPTIONS)
             if tuned and device.type == "cpu":
                 # the interpreter has no driver to benchmark configs with: the captured one
                 _pin_config(tuners, {a["name"]: a.get("value") for a in spec["args"]

@@ -22,6 +22,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# a launch's compiler options, not arguments: the plan takes no model size from them, and the
+# harness leaves them to an autotuner that sets them itself
+LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
+
 # --- input rules -------------------------------------------------------------------------------
 
 RULES = {

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from curation.model import TargetRole, Task
 from curation.testsel import module_name
 from eval.perf_scores import H200_BYTES_PER_S
-from eval.workload_inputs import dtype_kind, rule_for
+from eval.workload_inputs import LAUNCH_OPTIONS, dtype_kind, rule_for
 from eval.workload_model import (
     MIN_GOLD_US,
     ArgSpec,
@@ -636,10 +636,6 @@ _EXPERT_WIDTH = "moe_ffn_hidden_size"
 
 def _model_key(name: str) -> str | None:
     return next((k for k, names in MODEL_KEYS.items() if name in names), None)
-
-
-# a launch's compiler options, no sizes
-LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
 
 
 def _is_block(name: str) -> bool:

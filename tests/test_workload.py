@@ -1883,11 +1883,13 @@ def test_an_autotuned_kernels_captured_meta_parameters_give_way_to_the_autotuner
                      {"name": "num_warps", "tensor": False, "value": 4,
                       "keyword": True}]}  # fmt: skip
     tuners = harness._autotuners(harness._resolve(spec["entry"]))
-    assert harness._autotuned(tuners) >= {"BLOCK", "num_warps"}
+    options = workload_inputs.LAUNCH_OPTIONS
+    assert harness._autotuned(tuners, options) >= {"BLOCK", "num_warps"}
     call = harness.Call(torch, workload_inputs, spec, 0, torch.device("cpu"), 1)
     x, out = call(0)[:2]
     assert torch.equal(out, 2 * x)
     assert [c.kwargs for c in call.target.configs] == [{"BLOCK": 64}]
     assert call.target.configs[0].num_warps == 4
     # a plain jitted kernel keeps every argument it was given
-    assert harness._autotuned(harness._autotuners(harness._resolve(spec["entry"]).fn)) == set()
+    plain = harness._autotuners(harness._resolve(spec["entry"]).fn)
+    assert harness._autotuned(plain, options) == set()
