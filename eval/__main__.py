@@ -376,7 +376,7 @@ def cmd_oracle(args: argparse.Namespace) -> int:
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
-    from eval.model import Reference, Variant
+    from eval.model import Reference
     from eval.reference import hardware_verdict, launches_seen, rejudge
     from eval.workload_model import WorkloadResult
 
@@ -395,8 +395,7 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
         new, verdict = rejudge(task, old, workload)
         n += 1
         if verdict is not None:
-            gold = [r for r in old.runs if r.variant is Variant.GOLD]
-            tdir.record_verification(verdict, old.node_ids, launches_seen(task, gold))
+            tdir.record_verification(verdict, old.node_ids, launches_seen(task, old.runs))
         if new != old:
             changed += 1
             tdir.store(TaskFile.REFERENCE, new)

@@ -359,7 +359,7 @@ def run_reference(
         verification=str(verdict.status),
     )
     tdir.store(TaskFile.REFERENCE, ref)
-    tdir.record_verification(verdict, node_ids, launches_seen(task, gold))
+    tdir.record_verification(verdict, node_ids, launches_seen(task, results))
     tdir.path(TaskFile.REFERENCE_PARTIAL).unlink(missing_ok=True)
     return ref
 
@@ -468,25 +468,26 @@ def _tensors_only(line: str) -> str:
     as None) alone: scalars, constexprs and launch options follow from the shapes or are the
     implementation's choice, and a requirement is a specification, not a dump."""
     name, _, rest = line.partition("(")
+    body = rest.removesuffix(")")
     args, depth, start = [], 0, 0
-    body = rest[:-1] if rest.endswith(")") else rest
-    for i, c in enumerate(body + ", "):
+    for i, c in enumerate(body):  # split at the ", " outside brackets
         depth += (c in "[(") - (c in "])")
-        if depth == 0 and body[i : i + 2] in (", ", "") and i >= start:
+        if depth == 0 and body.startswith(", ", i):
             args.append(body[start:i])
             start = i + 2
+    args.append(body[start:])
     kept = [a for a in args if "=" in a and ("[" in a.split("=", 1)[1] or a.endswith("=None"))]
     return f"{name}({', '.join(kept)})"
 
 
-def launches_seen(task: Task, gold: Sequence[RunResult]) -> tuple[str, ...]:
-    """One line per target kernel the gold's runs launched, from its largest captured launch
+def launches_seen(task: Task, runs: Sequence[RunResult]) -> tuple[str, ...]:
+    """One line per target kernel the gold's `runs` launched, from its largest captured launch
     (`KernelTiming.shapes`): its tensor arguments as dtype[shape] (a tuple of one repeated
     tensor folded, an optional one passed as None named so); scalars, constexprs, launch
     options and the grid left out. Sorted by kernel."""
     names = {k.name for k in task.kernels}
     seen: dict[str, str] = {}
-    for run in gold:
+    for run in (r for r in runs if r.variant is Variant.GOLD):
         for k in run.kernels:
             if k.kernel in names and k.shapes and k.kernel not in seen:
                 line = _tensors_only(_TUPLE.sub(_fold, _GRID.sub("", k.shapes)))

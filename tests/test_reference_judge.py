@@ -483,6 +483,8 @@ def test_the_golds_launches_for_the_requirement_are_its_tensors() -> None:
         "pair=(int32[2],float32[2]))",
     )
     assert launches_seen(task, []) == ()  # type: ignore[arg-type]
+    base = RunResult("t", Variant.BASE, 0, 0, FailureClass.NONE, True, (), 1.0, kernels)
+    assert launches_seen(task, [base]) == ()  # type: ignore[arg-type]
     long = KernelTiming("attn_fwd", 1, 1.0, shapes="attn_fwd(" + ", ".join(
         f"t{i}=float32[{i}]" for i in range(60)) + ")")  # fmt: skip
     run = RunResult("t", Variant.GOLD, 0, 0, FailureClass.NONE, True, (), 1.0, (long,))
