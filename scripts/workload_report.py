@@ -37,12 +37,8 @@ def _sizes(plan: Workload | None) -> list[str]:
     return [", ".join(f"{k}={v}" for k, v in c.dims.items() if k != "x") or "-" for c in calls]
 
 
-def _result(tdir: TaskDir) -> WorkloadResult:
-    return read_record(WorkloadResult, tdir.path(TaskFile.WORKLOAD_RESULT))
-
-
-def rows(tdir: TaskDir, every: bool) -> list[str] | None:
-    """The table rows of one task (None: not reported)."""
+def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
+    """The table rows of one task and its measurement (None: not reported)."""
     task = tdir.load_task()
     verdict = tdir.current_verification(task)
     verified = verdict.status is VerificationStatus.VERIFIED
@@ -50,7 +46,7 @@ def rows(tdir: TaskDir, every: bool) -> list[str] | None:
         every or (verified and task.task_type.type.value == "optimization")
     ):
         return None
-    result = _result(tdir)
+    result = read_record(WorkloadResult, tdir.path(TaskFile.WORKLOAD_RESULT))
     plan = (
         read_record(Workload, tdir.path(TaskFile.WORKLOAD)) if tdir.has(TaskFile.WORKLOAD) else None
     )
@@ -74,7 +70,7 @@ def rows(tdir: TaskDir, every: bool) -> list[str] | None:
             total if first and result.speedup else "",
             f"{call.gold_efficiency:.2f}" if call.gold_efficiency is not None else "-",
         ]) + " |")  # fmt: skip
-    return out
+    return out, result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         got = rows(tdir, args.all)
         if got is None:
             continue
-        print("\n".join(got))
-        result = _result(tdir)
+        lines, result = got
+        print("\n".join(lines))
         shown += 1
         fast += bool((result.speedup or 0) >= MIN_SPEEDUP and totals_separated(result.calls))
         machines.add(result.environment.split(";")[0])
