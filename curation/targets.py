@@ -21,7 +21,7 @@ import ast
 import logging
 import re
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -296,37 +296,66 @@ def keep_base_globals(
     binding = _base_bindings(base_file)
     if gold_bound is None or binding is None:
         return source
-    lines = base_file.decode().splitlines(keepends=True)
     imports = _module_imports(base_file)  # name -> an import of that name alone
-    # (group, base line, text): imports first, then what other modules' bases give, then this
-    # file's definitions in its own order
-    chosen: list[tuple[int, int, str]] = []
-    todo = _free_names(source)
-    while todo:
-        name = todo.pop()
-        found = binding.get(name)
-        if found is None or name in gold_bound or name in kept:
-            continue
-        kept.add(name)
-        if isinstance(found, ast.ImportFrom) and elsewhere:
-            carried = _carried(name, found, path, elsewhere, gold_bound, kept)
-            if carried is not None:
-                chosen += [c for c in carried if c not in chosen]
-                continue
-        if isinstance(found, ast.Import | ast.ImportFrom) and name in imports:
-            chosen.append((0, 0, imports[name]))  # only this name: the gold may bind the others
-            continue
-        text_of = _segment(lines, found)
-        if any(t == text_of for *_, t in chosen):
-            continue
-        chosen.append((2, found.lineno, text_of))
-        todo |= _free_names(text_of)
+
+    def instead(name: str, found: ast.stmt) -> list[_Entry] | None:
+        if not isinstance(found, ast.ImportFrom) or not elsewhere:
+            return None
+        return _carried(name, found, path, elsewhere, gold_bound, kept)
+
+    def skip(n: str) -> bool:
+        return n in gold_bound or n in kept
+
+    # imports first, then what other modules' bases give, then this file's definitions in its
+    # own order
+    chosen = sorted(_walk(_free_names(source), base_file, imports, 2, skip, kept, instead))
     if not chosen:
         return source
-    chosen.sort()
     log.info("a base target keeps %s, which the gold module no longer binds",
              ", ".join(sorted(n for n in kept if n in binding)))  # fmt: skip
     return "".join(t.rstrip("\n") + "\n\n\n" for *_, t in chosen) + source
+
+
+_Entry = tuple[int, int, str]  # (group: 0 imports, 1 other modules', 2 own; base line; text)
+
+
+def _walk(
+    names: Iterable[str],
+    src: bytes,
+    imports: Mapping[str, str],
+    group: int,
+    skip: Callable[[str], bool],
+    kept: set[str],
+    instead: Callable[[str, ast.stmt], list[_Entry] | None] | None = None,
+) -> list[_Entry]:
+    """The module-level statements of the base file `src` that bind `names`, and in turn what
+    they read: a name bound by an import as that import alone (`imports`), any other as its
+    statement (in `group`, at its line). A name `skip` refuses, or that `src` does not bind (a
+    builtin), brings nothing; every name brought goes into `kept`. `instead` may give other
+    entries for a name (`_carried`)."""
+    binding = _base_bindings(src) or {}
+    lines = src.decode().splitlines(keepends=True)
+    out: list[_Entry] = []
+    todo = set(names)
+    while todo:
+        name = todo.pop()
+        found = binding.get(name)
+        if found is None or skip(name):
+            continue
+        kept.add(name)
+        other = instead(name, found) if instead is not None else None
+        if other is not None:
+            out += [e for e in other if e not in out]
+            continue
+        if isinstance(found, ast.Import | ast.ImportFrom) and name in imports:
+            out.append((0, 0, imports[name]))  # only this name: the gold may bind the others
+            continue
+        text = _segment(lines, found)
+        if any(t == text for *_, t in out):
+            continue
+        out.append((group, found.lineno, text))
+        todo |= _free_names(text)
+    return out
 
 
 def _carried(
@@ -336,7 +365,7 @@ def _carried(
     elsewhere: Mapping[str, Elsewhere],
     gold_bound: frozenset[str],
     kept: set[str],
-) -> list[tuple[int, int, str]] | None:
+) -> list[_Entry] | None:
     """What stands in for `name`, which the base file at `path` imports (`node`) from a module
     where the PR deleted it: that module's base definition, with the names it reads that the
     target's gold module lacks (its imports made absolute, its definitions in turn), as
@@ -348,30 +377,17 @@ def _carried(
     binding = _base_bindings(module.base)
     if binding is None or alias.name not in binding:
         return None
-    lines = module.base.decode().splitlines(keepends=True)
     imports = _module_imports(module.base, module.path)  # absolute: they move to another module
-    out: list[tuple[int, int, str]] = []
-    todo, seen = [alias.name], set()
-    while todo:
-        n = todo.pop()
-        if n in seen or (n != alias.name and (n in gold_bound or n in kept)):
-            continue
-        seen.add(n)
-        found = binding.get(n)
-        if found is None:
-            continue  # a builtin
-        kept.add(n)
-        if isinstance(found, ast.Import | ast.ImportFrom) and n in imports:
-            out.append((0, 0, imports[n]))
-            continue
-        text = _segment(lines, found)
-        if all(t != text for *_, t in out):
-            out.append((1, found.lineno, text))
-            todo += sorted(_free_names(text))
-    if name != alias.name:  # `from m import safe_exp as sexp`
-        out.append((1, len(lines) + 1, f"{name} = {alias.name}\n"))
+    head = alias.name  # the caller has `name` in `kept` already
+
+    def skip(n: str) -> bool:
+        return n != head and (n in gold_bound or n in kept)
+
+    out = _walk([head], module.base, imports, 1, skip, kept)
+    if name != head:  # `from m import safe_exp as sexp`, after the module's definitions
+        out.append((1, len(module.base.decode().splitlines()) + 1, f"{name} = {head}\n"))
     log.info("%s: the base's %s comes from %s's base, where the PR deleted it",
-             path or "a target module", alias.name, module.path)  # fmt: skip
+             path or "a target module", head, module.path)  # fmt: skip
     return out
 
 
