@@ -55,19 +55,55 @@ def perf_score(
     return PerfScore(speedup, pmr, fast_1, fast_gold, gain_met)
 
 
-# The H200 as measured on the lent machine (docs/workloads.md): copy bandwidth and bf16 dense
-# matrix throughput. Workload estimates and efficiencies are fractions of these.
-H200_BYTES_PER_S = 4.3e12
-H200_BF16_FLOPS = 790e12
+@dataclass(frozen=True)
+class Peaks:
+    """A GPU's measured copy bandwidth (bytes read plus written, per second) and bf16 dense
+    matrix throughput (FLOP/s): what `scripts/measure_peaks.py` measured on the lent machine."""
+
+    bytes_per_s: float
+    bf16_flops: float
 
 
-def efficiency(bytes_moved: int, flops: int, ms: float | None) -> float | None:
-    """Achieved fraction of the H200's measured peak: bytes/s over 4.3 TB/s or FLOP/s over
-    790 TFLOP/s (bf16), whichever is larger; None without a time or a size."""
-    if not ms or ms <= 0 or not (bytes_moved or flops):
+# The lent machines as measured (docs/workloads.md "Peaks"), by a part of the GPU's name as
+# torch reports it; a workload's efficiency is a fraction of the peaks of the GPU it ran on.
+# Workload plans size their calls by the H200's (`H200_BYTES_PER_S`), whatever runs them.
+PEAKS: dict[str, Peaks] = {
+    "H200": Peaks(bytes_per_s=4.3e12, bf16_flops=790e12),
+}
+H200_BYTES_PER_S = PEAKS["H200"].bytes_per_s
+
+
+def peaks_key(environment: str) -> str:
+    """The `PEAKS` row of the GPU an environment label names ("NVIDIA H200; torch ...": the
+    GPU is its first part), "" for a GPU that was never measured."""
+    gpu = environment.split(";", 1)[0]
+    return next((name for name in PEAKS if name in gpu), "")
+
+
+def peaks_for(environment: str) -> Peaks | None:
+    return PEAKS.get(peaks_key(environment))
+
+
+def rebased(value: float | None, flops: int, of: str, environment: str) -> float | None:
+    """A bytes-bound efficiency stored as a fraction of `of`'s peaks, as a fraction of the
+    peaks of the GPU `environment` names (results measured on an H100 before the peaks were
+    per GPU hold fractions of the H200's); None where either GPU was never measured or the
+    call counted FLOPs (the larger of two fractions does not rescale)."""
+    own = peaks_for(environment)
+    if value is None or own is None or of not in PEAKS or (flops and of != peaks_key(environment)):
+        return None
+    return value * PEAKS[of].bytes_per_s / own.bytes_per_s
+
+
+def efficiency(bytes_moved: int, flops: int, ms: float | None, environment: str) -> float | None:
+    """Achieved fraction of the peak of the GPU `environment` names: bytes/s over its copy
+    bandwidth or FLOP/s over its bf16 throughput, whichever is larger; None without a time, a
+    size or measured peaks (a fraction of another GPU's peak would mislead)."""
+    peaks = peaks_for(environment)
+    if peaks is None or not ms or ms <= 0 or not (bytes_moved or flops):
         return None
     s = ms / 1e3
-    return max(bytes_moved / s / H200_BYTES_PER_S, flops / s / H200_BF16_FLOPS)
+    return max(bytes_moved / s / peaks.bytes_per_s, flops / s / peaks.bf16_flops)
 
 
 def geomean(xs: Sequence[float]) -> float | None:

@@ -257,7 +257,7 @@ def score_task(
         t_base, t_gold, t_pred = wl.base_total_ms, wl.gold_total_ms, wl.prediction_total_ms
         flags += workload_flags(wl)
         moved, flops = sum(c.bytes_moved for c in wl.calls), sum(c.flops for c in wl.calls)
-        efficiency = perf_efficiency(moved, flops, t_pred)
+        efficiency = perf_efficiency(moved, flops, t_pred, wl.environment)
     perf = perf_score(exec_ok and not flags, t_base, t_gold, t_pred)
     passed = exec_ok and not flags and (perf.gain_met if optimization else True)
     return TaskScore(

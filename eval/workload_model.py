@@ -136,9 +136,13 @@ class CallResult:
     mismatch: str = ""  # the first output that differs, and by how much
     bytes_moved: int = 0  # the plan's estimate (what `workload_agreement` tells plans by)
     flops: int = 0
-    # achieved fraction of the H200 peak (bytes or FLOPs); a forward wrapper call's bytes are
-    # what it read and gave back (`workload_run._moved`), not the estimate
+    # achieved fraction of the peak (bytes or FLOPs) of the GPU `peaks` names (eval/perf_scores
+    # PEAKS); a forward wrapper call's bytes are what it read and gave back
+    # (`workload_run._moved`), not the estimate
     gold_efficiency: float | None = None
+    # results before the peaks were per GPU (2026-12-05) are fractions of the H200's, whatever
+    # ran them: `perf_scores.rebased` gives them as fractions of their own GPU's
+    peaks: str = "H200"
     error: str = ""  # a variant that failed on this call: which, and its last line
     # the Triton kernels the gold's call launched (its untimed outputs call); None: not recorded
     gold_launched: tuple[str, ...] | None = None

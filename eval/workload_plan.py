@@ -728,7 +728,7 @@ def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _restride(
+def restride(
     old_shape: Sequence[int], old_stride: Sequence[int], shape: Sequence[int]
 ) -> tuple[int, ...] | None:
     """Strides for `shape` laid out in the same dimension order as the captured tensor (None
@@ -891,7 +891,7 @@ def _specs(
                     }
             elif rule in ("labels", "index", "topk"):
                 params = {"high": 2}
-            stride = _restride(old, d.get("stride") or _contiguous(old), shape)
+            stride = restride(old, d.get("stride") or _contiguous(old), shape)
             built[name] = ArgSpec(name, True, tuple(shape), dtype, stride, rule, params,
                                   keyword=kw)  # fmt: skip
             specs.append(built[name])
@@ -918,7 +918,7 @@ def _specs(
 ALL_BLOCKS = tuple(2**j for j in range(21))
 
 
-def _follows(g: int, n: int) -> int | None:
+def grid_block(g: int, n: int) -> int | None:
     """The power of two b for which the grid dimension `g` (> 1) is ceil(n / b), or None."""
     return next((b for b in ALL_BLOCKS if g > 1 and n and math.ceil(n / b) == g), None)
 
@@ -930,7 +930,7 @@ def _grid(grid: Sequence[int], tokens: int, numel: int, factor: int) -> tuple[in
     for g in grid:
         new = g
         for n in (tokens, numel):
-            if (b := _follows(g, n)) is not None:
+            if (b := grid_block(g, n)) is not None:
                 new = math.ceil(n * factor / b)
                 break
         out.append(int(new))

@@ -34,7 +34,7 @@ from eval.backends import default_cache
 from eval.errors import EvalError, ExtensionError
 from eval.extensions import install_extensions
 from eval.model import Variant
-from eval.perf_scores import efficiency
+from eval.perf_scores import efficiency, peaks_key
 from eval.sandbox import SandboxPolicy, ScriptRun, read_back, run_script
 from eval.timing import summarize
 from eval.workload_model import (
@@ -287,7 +287,10 @@ def measure(
                 mismatch=mismatch,
                 bytes_moved=call.bytes_moved,
                 flops=call.flops,
-                gold_efficiency=efficiency(moved, call.flops, gold.median_ms if gold else None),
+                gold_efficiency=efficiency(
+                    moved, call.flops, gold.median_ms if gold else None, environment
+                ),
+                peaks=peaks_key(environment),
                 error=errors[i],
                 gold_launched=launched[i] if i < len(launched) else None,
             )

@@ -41,7 +41,7 @@ from eval.__main__ import _selection
 from eval.errors import EvalError
 from eval.session import EvalSettings, select_tasks, stores
 from eval.workload_model import ArgSpec, EntryKind, Workload, WorkloadCall
-from eval.workload_plan import _follows, _restride
+from eval.workload_plan import grid_block, restride
 from mining.errors import GitError
 
 
@@ -56,14 +56,14 @@ def cut(call: WorkloadCall, rows: int) -> WorkloadCall | None:
     for a in call.args:
         if a.tensor and a.shape and a.shape[0] == tokens:
             shape = (rows, *a.shape[1:])
-            stride = _restride(a.shape, a.stride, shape) if a.stride else None
+            stride = restride(a.shape, a.stride, shape) if a.stride else None
             a = replace(a, shape=shape, stride=stride)
         elif a.tensor and a.rule == "offsets" and a.params.get("total") == tokens:
             a = replace(a, params={**a.params, "total": rows})
         elif not a.tensor and type(a.value) is int and a.value == tokens and tokens > 1:
             a = replace(a, value=rows)
         args.append(a)
-    grid = tuple(math.ceil(rows / b) if (b := _follows(g, tokens)) else g for g in call.grid)
+    grid = tuple(math.ceil(rows / b) if (b := grid_block(g, tokens)) else g for g in call.grid)
     return replace(call, args=tuple(args), grid=grid, dims={**call.dims, "tokens": rows})
 
 

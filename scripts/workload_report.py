@@ -1,5 +1,6 @@
 """The table issue 10 asks for: per verified optimization task, its workload's source, sizes,
-base and gold times with their spread, the speedup and the gold's efficiency.
+base and gold times with their spread, the speedup and the gold's efficiency (a fraction of the
+measured peaks of the GPU that ran it; "-" for a GPU never measured).
 
     python scripts/workload_report.py TASKS [--all]
 
@@ -23,6 +24,7 @@ from core.files import read_record
 from curation.model import VerificationStatus
 from curation.taskdir import TaskDir, TaskFile, task_dirs
 from eval.gate import MIN_SPEEDUP
+from eval.perf_scores import rebased
 from eval.workload_model import Timing, Workload, WorkloadResult, totals_separated
 
 
@@ -57,6 +59,7 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
     head = f"{task.framework} #{task.pr_number or task.task_id.split('__')[1]} ({verdict.status})"
     out = []
     for i, call in enumerate(result.calls):
+        eff = rebased(call.gold_efficiency, call.flops, call.peaks, result.environment)
         first = i == 0
         total = (f"**{result.speedup:.2f}x** ({result.base_total_ms:.4g} / "
                  f"{result.gold_total_ms:.4g} ms, {apart})")  # fmt: skip
@@ -68,7 +71,7 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
             _ms(call.base),
             _ms(call.gold),
             total if first and result.speedup else "",
-            f"{call.gold_efficiency:.2f}" if call.gold_efficiency is not None else "-",
+            f"{eff:.2f}" if eff is not None else "-",
         ]) + " |")  # fmt: skip
     return out, result
 

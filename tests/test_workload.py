@@ -17,7 +17,7 @@ from curation.model import TaskType, TypeDecision, VerificationStatus
 from curation.taskdir import TaskFile, task_dirs
 from eval.gate import decide, workload_verdict
 from eval.model import Environment, FailureClass, RunResult, TestOutcome, Variant
-from eval.perf_scores import efficiency, perf_score
+from eval.perf_scores import PEAKS, efficiency, perf_score
 from eval.workload_model import (
     ArgSpec,
     CallResult,
@@ -1315,10 +1315,37 @@ def test_the_half_gain_completion_rule_and_the_do_nothing_prediction() -> None:
     assert not perf_score(True, 2.0, 1.0, 1.1).fast_gold
 
 
-def test_efficiency_is_the_fraction_of_the_h200_peak() -> None:
-    assert efficiency(int(4.3e9), 0, 1.0) == pytest.approx(1.0)  # 4.3 GB in 1 ms
-    assert efficiency(0, int(790e9), 2.0) == pytest.approx(0.5)
-    assert efficiency(100, 0, None) is None
+def test_efficiency_is_the_fraction_of_the_peak_of_the_gpu_it_ran_on() -> None:
+    h200 = "NVIDIA H200; torch 2.11.0+cu130; triton 3.6.0"
+    assert efficiency(int(4.3e9), 0, 1.0, h200) == pytest.approx(1.0)  # 4.3 GB in 1 ms
+    assert efficiency(0, int(790e9), 2.0, h200) == pytest.approx(0.5)
+    assert efficiency(100, 0, None, h200) is None
+    # a GPU whose peaks were never measured gets none, not a fraction of the H200's
+    assert efficiency(int(4.3e9), 0, 1.0, "NVIDIA B200; torch 2.11.0") is None
+    assert efficiency(int(4.3e9), 0, 1.0, "") is None
+    # the name is read from the GPU part only: a package called H200 names no GPU
+    assert efficiency(int(4.3e9), 0, 1.0, "NVIDIA A100; torch H200") is None
+    for gpu, peaks in PEAKS.items():
+        one_ms = int(peaks.bytes_per_s / 1e3)
+        assert efficiency(one_ms, 0, 1.0, f"NVIDIA {gpu} x") == pytest.approx(1.0)
+
+
+def test_a_stored_efficiency_is_given_on_the_gpu_that_ran_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from eval import perf_scores
+    from eval.perf_scores import Peaks, rebased
+
+    monkeypatch.setitem(perf_scores.PEAKS, "H100", Peaks(bytes_per_s=2.15e12, bf16_flops=600e12))
+    h100 = "NVIDIA H100 80GB HBM3; torch 2.11.0+cu130; triton 3.6.0"
+    # an H100 result stored as a fraction of the H200's copy peak is twice that of the H100's
+    assert rebased(0.4, 0, "H200", h100) == pytest.approx(0.8)
+    assert rebased(0.4, 0, "H100", h100) == pytest.approx(0.4)
+    assert rebased(None, 0, "H200", h100) is None
+    assert rebased(0.4, 0, "H200", "NVIDIA B200; torch 2.11") is None  # never measured
+    # with FLOPs counted the stored value may be the FLOP fraction: only its own GPU's stands
+    assert rebased(0.4, 10**12, "H200", h100) is None
+    assert rebased(0.4, 10**12, "H100", h100) == pytest.approx(0.4)
 
 
 def test_scores_read_the_workload_times_of_a_prediction(tmp_path: Path) -> None:
@@ -1419,7 +1446,8 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
         return original(tree, workload, settings, trusted, cache, save)
 
     monkeypatch.setattr(workload_run, "_run_once", run_once)
-    result = measure_task(task, tdir, store, tmp_path / "scratch", settings)
+    gpu = "NVIDIA H200; torch 2.11.0+cu130; triton 3.6.0"
+    result = measure_task(task, tdir, store, tmp_path / "scratch", settings, environment=gpu)
     # only a variant's first process writes its outputs (gigabytes at realistic sizes)
     assert [save for _, save in saves] == [True, True, False, False]
     assert [c.error for c in result.calls] == ["", ""]
@@ -1433,7 +1461,7 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
     wrapper = result.calls[0]
     moved = 64 * 32 * 4 + 32 * 4 + 64 * 32 * 4
     assert wrapper.gold is not None and wrapper.gold_efficiency == pytest.approx(
-        efficiency(moved, 0, wrapper.gold.median_ms))  # fmt: skip
+        efficiency(moved, 0, wrapper.gold.median_ms, gpu))  # fmt: skip
     assert result.calls[1].gold_efficiency is None
     assert [c.bytes_moved for c in result.calls] == [0, 0]
     # where the time went: each harness process, the trees, the comparison

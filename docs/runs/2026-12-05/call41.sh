@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# 2026-12-05, sixth session, calls 41-42 (carry .whl .carry/deb .carry/f; build:
+# `KEYS=<key> docs/runs/2026-12-04/make_carry29.sh STATE MIRRORS WHEELHOUSES`): flash-linear-
+# attention tasks of before mid-2025 whose PR changed a test, never run, on their date-pinned
+# transformers (one wheelhouse key a call: call 41 4.46.3, 16 tasks; call 42 4.44.0, 10 tasks),
+# beside the partial references the state holds (n0.txt, on the host's packages, N0_JOBS at once).
+# Then, as call39.sh, the tasks the references verified are scored with their gold targets on
+# the references' own Triton cache (the oracle keeps up with the verified count).
+# Differences from call29.sh: the pinned tasks run without --force (none ran before), the
+# partials run N0_JOBS at once instead of one, the references stop at REF_END so that the gold
+# of what they verified is scored before END.
+# Usage: [CARRY=.carry/f] [JOBS=14] [N0_JOBS=2] call41.sh [END seconds, default 540] [REF_END, default END-100]
+. scripts/device_env.sh
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
+C=${CARRY:-.carry/f}; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct && T=/tmp/ct/tasks
+touch -d '1 minute ago' $O/machine.txt
+S=$(date +%s); END=${1:-540}; REF_END=${2:-$(( END - 100 ))}
+R="--repo-path flash-linear-attention=$C/fla.git"
+F="--tasks $T $R --select-per-test 1 --max-node-ids 3 --select-timeout 180 --timeout 420 --runs 3 --deadline 300 --triton-cache /tmp/tcr"
+if [ -s $C/n0.txt ] && [ ${N0_JOBS:-2} -gt 0 ]; then
+  ( timeout -k 30 -s INT $REF_END python3 -m eval reference $F --task-file $C/n0.txt --out /tmp/r0 \
+      --jobs ${N0_JOBS:-2} --scratch /tmp/s0 > $O/n0.log 2>&1
+    echo "n0 rc $? after $(( $(date +%s) - S )) s" >> $O/n0.log ) &
+fi
+( timeout -k 30 -s INT $REF_END python3 -m eval reference $F --wheelhouse $C/wh --task-file $C/wh.txt \
+    --out /tmp/rf --jobs ${JOBS:-14} --scratch /tmp/sf > $O/fla.log 2>&1
+  echo "fla rc $? after $(( $(date +%s) - S )) s" >> $O/fla.log ) &
+wait
+L=$(( END - ($(date +%s) - S) ))
+for t in $(cat $C/wh.txt $C/n0.txt); do
+  grep -q '"status": "verified"' $T/$t/task.json 2>/dev/null && [ -f $T/$t/reference.json ] && echo $t
+done > /tmp/new_verified.txt
+if [ $L -gt 60 ] && [ -s /tmp/new_verified.txt ]; then
+  python3 -m eval oracle --tasks $T --task-file /tmp/new_verified.txt $R --from gold --out /tmp/new_gold.jsonl
+  timeout -k 20 -s INT $(( L - 20 )) python3 -m eval score /tmp/new_gold.jsonl --tasks $T \
+    --task-file /tmp/new_verified.txt $R --wheelhouse $C/wh --out /tmp/sgold_new --jobs 8 --timeout 300 \
+    --scratch /tmp/scn --triton-cache /tmp/tcr > $O/score_gold_new.log 2>&1
+  echo "new gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold_new.log
+fi
+mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
+( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
+( cd /tmp && find sgold_new -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 2>/dev/null | tar --null -cf /tmp/pack/scores.tar -T - )
+tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
+for f in /tmp/pack/*.log; do echo "== $f"; grep -v "━" $f | grep -v no_prediction | tail -n 14 | cut -c1-200; done
+( for f in $T/*/reference.json; do [ $f -nt $O/machine.txt ] || continue; python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-2][:60], 'valid', r.get('valid'), (r.get('validity_note') or '')[:90])" "$f"; done ) 2>/dev/null
