@@ -9,7 +9,7 @@
 # (28 MB) fit beside the tracked tree, so two keys a call (call 29: 4.51.3 and 4.49.0, 7 of 11
 # verified; call 30: 4.47.1 and 4.50.3, 9 of 13). `plan.txt` ranks every key by the tasks it
 # would let run; the call takes the first two (or KEYS="k1 k2").
-# Usage (repository root, venv active): [KEYS=...] make_carry29.sh STATE MIRRORS WHEELHOUSES
+# Usage (repository root, venv active): [KEYS=...] [EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
 set -euo pipefail
 state=${1:?usage: make_carry29.sh STATE MIRRORS WHEELHOUSES}; mirrors=${2:?}; wh=${3:?}
 T=$state/tasks; C=.carry/f; work=$(mktemp -d)
@@ -46,7 +46,10 @@ cut -d' ' -f2 $work/eligible.txt > $work/eligible_ids.txt
 python -m envbuild.wheelhouse --tasks $work/tasks --task-file $work/eligible_ids.txt --out $wh --plan > $C/plan.txt
 keys=${KEYS:-$(head -n 2 $C/plan.txt | cut -d' ' -f1)}
 for k in $keys; do grep "^$k " $work/eligible.txt | cut -d' ' -f2; done > $C/wh.txt
-find $T -name reference.partial.json | xargs -r -n1 dirname | xargs -r -n1 basename > $C/n0.txt
+{ find $T -name reference.partial.json | xargs -r -n1 dirname | xargs -r -n1 basename
+  # EXTRA (a file, 2026-12-05 sixth session): more tasks to run on the host's packages beside
+  # the partials, e.g. a never-run task whose setup state was repaired
+  [ -n "${EXTRA:-}" ] && cat "$EXTRA"; } | sort -u > $C/n0.txt
 for k in $keys; do  # a wheelhouse not downloaded yet: from one of its tasks' pins
   [ -d $wh/$k ] || python -m envbuild.wheelhouse --tasks $work/tasks --task-file $C/wh.txt --out $wh \
     --host envbuild/hosts/h200.txt | tail -n 1
