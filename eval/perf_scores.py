@@ -69,6 +69,8 @@ class Peaks:
 # Workload plans size their calls by the H200's (`H200_BYTES_PER_S`), whatever runs them.
 PEAKS: dict[str, Peaks] = {
     "H200": Peaks(bytes_per_s=4.3e12, bf16_flops=790e12),
+    # NVIDIA H100 80GB HBM3, 2026-12-05, call 41 (docs/runs/2026-12-05/results/call41/peaks.json)
+    "H100": Peaks(bytes_per_s=3.047e12, bf16_flops=680e12),
 }
 H200_BYTES_PER_S = PEAKS["H200"].bytes_per_s
 

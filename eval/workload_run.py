@@ -287,9 +287,11 @@ def measure(
                 mismatch=mismatch,
                 bytes_moved=call.bytes_moved,
                 flops=call.flops,
-                gold_efficiency=efficiency(
-                    moved, call.flops, gold.median_ms if gold else None, environment
-                ),
+                # none for a cold sequence: its calls' times hold compilation, and without saved
+                # outputs its bytes are the plan's estimate (#5608: 1.8x what it moves)
+                gold_efficiency=None
+                if cold
+                else efficiency(moved, call.flops, gold.median_ms if gold else None, environment),
                 peaks=peaks_key(environment),
                 error=errors[i],
                 gold_launched=launched[i] if i < len(launched) else None,

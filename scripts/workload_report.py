@@ -25,7 +25,7 @@ from curation.model import VerificationStatus
 from curation.taskdir import TaskDir, TaskFile, task_dirs
 from eval.gate import MIN_SPEEDUP
 from eval.perf_scores import rebased
-from eval.workload_model import Timing, Workload, WorkloadResult, totals_separated
+from eval.workload_model import Metric, Timing, Workload, WorkloadResult, totals_separated
 
 
 def _ms(t: Timing | None) -> str:
@@ -57,12 +57,16 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
     machine = result.environment.split(";")[0].replace("NVIDIA ", "")
     apart = "apart" if totals_separated(result.calls) else "overlap"
     head = f"{task.framework} #{task.pr_number or task.task_id.split('__')[1]} ({verdict.status})"
+    total = ""  # no speed-up where a variant failed or went untimed
+    if result.speedup and result.base_total_ms and result.gold_total_ms:
+        total = (f"**{result.speedup:.2f}x** ({result.base_total_ms:.4g} / "
+                 f"{result.gold_total_ms:.4g} ms, {apart})")  # fmt: skip
     out = []
     for i, call in enumerate(result.calls):
         eff = rebased(call.gold_efficiency, call.flops, call.peaks, result.environment)
+        if result.metric is Metric.COLD_WALL_TIME:
+            eff = None  # timed with compilation, sized by the plan's estimate (workload_run)
         first = i == 0
-        total = (f"**{result.speedup:.2f}x** ({result.base_total_ms:.4g} / "
-                 f"{result.gold_total_ms:.4g} ms, {apart})")  # fmt: skip
         out.append("| " + " | ".join([
             head if first else "",
             f"{machine}, {result.measured_at[:10]}" if first else "",
@@ -70,7 +74,7 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
             f"{call.label}: {sizes[i] if i < len(sizes) else '-'}",
             _ms(call.base),
             _ms(call.gold),
-            total if first and result.speedup else "",
+            total if first else "",
             f"{eff:.2f}" if eff is not None else "-",
         ]) + " |")  # fmt: skip
     return out, result
