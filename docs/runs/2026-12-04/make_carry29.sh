@@ -9,6 +9,8 @@
 # (28 MB) fit beside the tracked tree, so two keys a call (call 29: 4.51.3 and 4.49.0, 7 of 11
 # verified; call 30: 4.47.1 and 4.50.3, 9 of 13). `plan.txt` ranks every key by the tasks it
 # would let run; the call takes the first two (or KEYS="k1 k2").
+# score.txt (since 2026-12-05, sixth session): the verified tasks on the carried keys the gold
+# oracle has not scored, and gold.jsonl, their gold targets (call41.sh scores them beside).
 # Usage (repository root, venv active): [KEYS=...] [EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
 set -euo pipefail
 state=${1:?usage: make_carry29.sh STATE MIRRORS WHEELHOUSES}; mirrors=${2:?}; wh=${3:?}
@@ -45,24 +47,44 @@ PY
 cut -d' ' -f2 $work/eligible.txt > $work/eligible_ids.txt
 python -m envbuild.wheelhouse --tasks $work/tasks --task-file $work/eligible_ids.txt --out $wh --plan > $C/plan.txt
 keys=${KEYS:-$(head -n 2 $C/plan.txt | cut -d' ' -f1)}
-for k in $keys; do grep "^$k " $work/eligible.txt | cut -d' ' -f2; done > $C/wh.txt
+for k in $keys; do grep "^$k " $work/eligible.txt | cut -d' ' -f2 || true; done > $C/wh.txt
 { find $T -name reference.partial.json | xargs -r -n1 dirname | xargs -r -n1 basename
   # EXTRA (a file, 2026-12-05 sixth session): more tasks to run on the host's packages beside
   # the partials, e.g. a never-run task whose setup state was repaired
-  [ -n "${EXTRA:-}" ] && cat "$EXTRA"; } | sort -u > $C/n0.txt
+  if [ -n "${EXTRA:-}" ]; then cat "$EXTRA"; fi; } | sort -u > $C/n0.txt
 for k in $keys; do  # a wheelhouse not downloaded yet: from one of its tasks' pins
   [ -d $wh/$k ] || python -m envbuild.wheelhouse --tasks $work/tasks --task-file $C/wh.txt --out $wh \
     --host envbuild/hosts/h200.txt | tail -n 1
   cp -r $wh/$k $C/wh/
 done
+# score.txt (2026-12-05, sixth session): the verified tasks on the carried keys whose gold the
+# oracle has not scored yet (their wheelhouse comes anyway), for call41.sh's gold streams
+python scripts/oracle_coverage.py docs/runs --tasks $T --unscored gold > $work/unscored.txt
+python - $work/tasks $work/unscored.txt "$keys" > $C/score.txt <<'PY'
+import sys
+from pathlib import Path
+from envbuild.model import EnvSpec
+from envbuild.wheelhouse import env_key, package_pins
+from curation.taskdir import TaskFile, task_dirs
+root, keys = Path(sys.argv[1]), set(sys.argv[3].split())
+wanted = set(Path(sys.argv[2]).read_text().split())
+for td in task_dirs(root):
+    if td.id in wanted and (pins := package_pins(td.load(TaskFile.ENV, EnvSpec))) \
+            and env_key(pins) in keys:
+        print(td.id)
+PY
 mkdir -p $work/pack/tasks
-for t in $(cat $C/wh.txt $C/n0.txt); do
+for t in $(cat $C/wh.txt $C/n0.txt $C/score.txt | sort -u); do
   cp -r $T/$t $work/pack/tasks/
-  [ -e $work/tasks/$t/env.json ] && grep -qx $t $C/wh.txt && cp $work/tasks/$t/env.json $work/pack/tasks/$t/
+  [ -e $work/tasks/$t/env.json ] && grep -qx $t $C/wh.txt $C/score.txt && cp $work/tasks/$t/env.json $work/pack/tasks/$t/
 done
 tar -C $work/pack -czf $C/tasks.tgz tasks
-cat $C/wh.txt $C/n0.txt > $work/ids.txt
+cat $C/wh.txt $C/n0.txt $C/score.txt | sort -u > $work/ids.txt
 python -m eval bundle --tasks $work/pack/tasks --task-file $work/ids.txt \
   --repo-path flash-linear-attention=$mirrors/fla-org+flash-linear-attention/repo --out $C/fla.git \
   --path fla --path tests --path benchmarks | tail -n 1
-wc -l $C/wh.txt $C/n0.txt; du -sh $C
+if [ -s $C/score.txt ]; then
+  python -m eval oracle --tasks $work/pack/tasks --task-file $C/score.txt \
+    --repo-path flash-linear-attention=$C/fla.git --from gold --out $C/gold.jsonl | tail -n 1
+fi
+wc -l $C/wh.txt $C/n0.txt $C/score.txt; du -sh $C
