@@ -9,3 +9,20 @@ export PYTHONPATH=/tmp/site:$PWD
 dpkg -x .carry/deb/bubblewrap_*.deb /tmp/bw && export PATH=/tmp/bw/usr/bin:$PATH
 O=${OUT:-/tmp/out}
 mkdir -p "$O"
+
+# The tasks of the references in file $1 that verified, scored with their gold targets as a
+# prediction for at most $2 seconds, $3 at once, on the references' Triton cache /tmp/tcr
+# (the gold tree's kernels are the same source: not compiled again). Reads the caller's $T
+# (tasks), $R (--repo-path options), $C (carry: wh/), $O and $S (start); scores in
+# /tmp/sgold_new, log $O/score_gold_new.log. call39.sh, call41.sh.
+new_gold() {
+  for t in $(cat "$1"); do
+    grep -q '"status": "verified"' $T/$t/task.json 2>/dev/null && [ -f $T/$t/reference.json ] && echo $t
+  done > /tmp/new_verified.txt
+  [ -s /tmp/new_verified.txt ] && [ "$2" -gt 60 ] || return 0
+  python3 -m eval oracle --tasks $T --task-file /tmp/new_verified.txt $R --from gold --out /tmp/new_gold.jsonl
+  timeout -k 20 -s INT $(( $2 - 20 )) python3 -m eval score /tmp/new_gold.jsonl --tasks $T \
+    --task-file /tmp/new_verified.txt $R --wheelhouse $C/wh --out /tmp/sgold_new --jobs $3 --timeout 300 \
+    --scratch /tmp/scn --triton-cache /tmp/tcr > $O/score_gold_new.log 2>&1
+  echo "new gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold_new.log
+}

@@ -32,18 +32,7 @@ for v in gold:${GOLD_JOBS:-4} setup:${SETUP_JOBS:-0}; do
 done
 wait
 L=$(( END - ($(date +%s) - S) ))
-if [ "${NEW_GOLD:-1}" = 1 ] && [ $L -gt 120 ]; then  # the references' newly verified tasks
-  for t in $(cat $C/ref.txt); do
-    grep -q '"status": "verified"' $T/$t/task.json 2>/dev/null && [ -f $T/$t/reference.json ] && echo $t
-  done > /tmp/new_verified.txt
-  if [ -s /tmp/new_verified.txt ]; then
-    python3 -m eval oracle --tasks $T --task-file /tmp/new_verified.txt $R --from gold --out /tmp/new_gold.jsonl
-    timeout -k 30 -s INT $(( L - 20 )) python3 -m eval score /tmp/new_gold.jsonl --tasks $T \
-      --task-file /tmp/new_verified.txt $R --wheelhouse $C/wh --out /tmp/sgold_new --jobs 6 --timeout 300 \
-      --scratch /tmp/scn --triton-cache /tmp/tcr > $O/score_gold_new.log 2>&1
-    echo "new gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold_new.log
-  fi
-fi
+[ "${NEW_GOLD:-1}" = 1 ] && [ $L -gt 120 ] && new_gold $C/ref.txt $L 6  # the references' newly verified tasks
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
 ( cd /tmp && find sgold ssetup sgold_new -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 2>/dev/null | tar --null -cf /tmp/pack/scores.tar -T - )

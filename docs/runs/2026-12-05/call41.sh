@@ -36,17 +36,8 @@ if [ -s $C/score.txt ] && [ ${GOLD_JOBS:-4} -gt 0 ]; then
     echo "gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold.log ) &
 fi
 wait
-L=$(( END - ($(date +%s) - S) ))
-for t in $(cat $C/wh.txt $C/n0.txt); do
-  grep -q '"status": "verified"' $T/$t/task.json 2>/dev/null && [ -f $T/$t/reference.json ] && echo $t
-done > /tmp/new_verified.txt
-if [ $L -gt 60 ] && [ -s /tmp/new_verified.txt ]; then
-  python3 -m eval oracle --tasks $T --task-file /tmp/new_verified.txt $R --from gold --out /tmp/new_gold.jsonl
-  timeout -k 20 -s INT $(( L - 20 )) python3 -m eval score /tmp/new_gold.jsonl --tasks $T \
-    --task-file /tmp/new_verified.txt $R --wheelhouse $C/wh --out /tmp/sgold_new --jobs 8 --timeout 300 \
-    --scratch /tmp/scn --triton-cache /tmp/tcr > $O/score_gold_new.log 2>&1
-  echo "new gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold_new.log
-fi
+cat $C/wh.txt $C/n0.txt > /tmp/ref_ids.txt
+new_gold /tmp/ref_ids.txt $(( END - ($(date +%s) - S) )) 8
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
 ( cd /tmp && find sgold sgold_new -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 2>/dev/null | tar --null -cf /tmp/pack/scores.tar -T - )
