@@ -52,8 +52,7 @@ from eval.backends import Backend
 from eval.errors import EvalError
 from eval.gate import package_gap
 from eval.model import OUT_OF_MEMORY, FailureClass, Reference, RunResult, Variant
-from eval.perf_scores import PerfScore, perf_score
-from eval.perf_scores import efficiency as perf_efficiency
+from eval.perf_scores import PerfScore, perf_score, rebased
 from eval.perf_scores import summarize as summarize_perf
 from eval.sandbox import stopping_runs_on_interrupt
 from eval.source_scan import added_lines, forbidden
@@ -101,7 +100,7 @@ class TaskScore:
     optimization: bool = False  # completed only with half of the gold's gain (gain_met)
     gain_met: bool = False
     workload: bool = False  # the times are the workload's (eval workload --predictions)
-    efficiency: float | None = None  # the prediction's fraction of the H200 peak on it
+    efficiency: float | None = None  # the prediction's fraction of its GPU's peak on it
     # "gold" / "setup" when the prediction is an `eval oracle` record (the benchmark's own
     # check: the gold completes every verified task, the setup state none); "" for a model's
     oracle: str = ""
@@ -256,8 +255,7 @@ def score_task(
     if wl is not None:  # the workload's times replace the tests' tiny shapes
         t_base, t_gold, t_pred = wl.base_total_ms, wl.gold_total_ms, wl.prediction_total_ms
         flags += workload_flags(wl)
-        moved, flops = sum(c.bytes_moved for c in wl.calls), sum(c.flops for c in wl.calls)
-        efficiency = perf_efficiency(moved, flops, t_pred, wl.environment)
+        efficiency = prediction_efficiency(wl)
     perf = perf_score(exec_ok and not flags, t_base, t_gold, t_pred)
     passed = exec_ok and not flags and (perf.gain_met if optimization else True)
     return TaskScore(
@@ -317,6 +315,23 @@ def workload_times(run_root: Path, task_id: str) -> WorkloadResult | None:
         return None
     result = read_record(WorkloadResult, path)
     return result if result.prediction_total_ms is not None or workload_flags(result) else None
+
+
+def prediction_efficiency(result: WorkloadResult) -> float | None:
+    """The prediction's fraction of the peak of the GPU that ran the workload, over all its
+    calls: what the gold's efficiency says each call moves (the same inputs and outputs for
+    both), over the prediction's times. None where a call lacks the gold's efficiency (a cold
+    sequence, a GPU never measured) or a prediction time: the plan's byte estimate, all that
+    is left then, overstates what a call that only reads its largest tensor moves (Megatron-LM
+    #4603's expert weights gave an efficiency above 1)."""
+    moved = spent = 0.0
+    for c in result.calls:
+        gold_eff = rebased(c.gold_efficiency, c.flops, c.peaks, result.environment)
+        if gold_eff is None or c.gold is None or c.prediction is None:
+            return None
+        moved += gold_eff * c.gold.median_ms  # in peak-milliseconds
+        spent += c.prediction.median_ms
+    return moved / spent if spent > 0 else None
 
 
 def workload_flags(result: WorkloadResult) -> list[str]:
@@ -526,7 +541,7 @@ def render_markdown(scores: Sequence[TaskScore], report: Report) -> str:
         "- an optimization task is completed only with at least half of the gold's speed-up "
         "(T_pred <= T_base / (1 + (T_base/T_gold - 1) / 2)); a do-nothing prediction completes "
         "none",
-        f"- efficiency (fraction of the H200 peak on the workload, mean): "
+        f"- efficiency (fraction of the GPU's measured peak on the workload, mean): "
         f"{f(report.efficiency_mean)}",
         f"- flagged (not credited): {report.flagged}; failures: {report.failures}",
         "",

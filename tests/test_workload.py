@@ -1374,6 +1374,32 @@ def test_scores_read_the_workload_times_of_a_prediction(tmp_path: Path) -> None:
     assert workload_flags(got) == ["workload_error"]
 
 
+def test_a_predictions_efficiency_is_what_the_gold_moves_over_its_times() -> None:
+    from eval.score import prediction_efficiency
+
+    h200 = "NVIDIA H200; torch 2.11.0+cu130; triton 3.6.0"
+    # the gold moves 0.8 and 0.4 of the peak in its 1 ms and 2 ms; the prediction takes 2 and 2
+    # ms: (0.8 * 1 + 0.4 * 2) / (2 + 2); the plan's byte estimate (here 10x too much) is not read
+    calls = [
+        CallResult(SizeLabel.SMALL, _t(3.0), _t(1.0), _t(2.0), bytes_moved=10**12,
+                   gold_efficiency=0.8, peaks="H200"),
+        CallResult(SizeLabel.LARGE, _t(3.0), _t(2.0), _t(2.0), bytes_moved=10**12,
+                   gold_efficiency=0.4, peaks="H200"),
+    ]  # fmt: skip
+    result = summarize_result("t", Metric.KERNEL_TIME, calls, h200)
+    assert prediction_efficiency(result) == pytest.approx(0.4)
+    # a stored H200 fraction on an H100 is given on the H100's own peak
+    h100 = summarize_result("t", Metric.KERNEL_TIME, calls, "NVIDIA H100 80GB HBM3; torch 2.11")
+    assert prediction_efficiency(h100) == pytest.approx(0.4 * 4.3 / 3.047)
+    # no gold efficiency on a call (a cold sequence, an unmeasured GPU), or no prediction time
+    cold = [replace(calls[0], gold_efficiency=None), calls[1]]
+    assert prediction_efficiency(summarize_result("t", Metric.KERNEL_TIME, cold, h200)) is None
+    untimed = [calls[0], replace(calls[1], prediction=None)]
+    assert prediction_efficiency(summarize_result("t", Metric.KERNEL_TIME, untimed, h200)) is None
+    b200 = summarize_result("t", Metric.KERNEL_TIME, calls, "NVIDIA B200; torch 2.11")
+    assert prediction_efficiency(b200) is None
+
+
 # --- the harness, end to end on the CPU --------------------------------------------------------
 
 
