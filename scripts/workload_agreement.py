@@ -11,7 +11,8 @@ archives hold it (by task and `measured_at`). Measurements are compared only wit
 kind (the GPU named by `environment`) and one plan (the calls' labels and bytes moved: a task
 planned again is another workload).
 Prints: a markdown table, a row per task measured more than once (its runs' dates and gold
-totals, the spread max/min - 1, whether it is within the tolerance), then the summary: of the
+totals, the spread max/min - 1, whether it is within the tolerance, and the runs' gold
+speed-ups over the base with their spread), then the summary: of the
 tasks measured on two or more days, how many agree; and of those repeated on one day only.
 """
 
@@ -61,6 +62,16 @@ def spread(totals: list[float]) -> float:
     return max(totals) / min(totals) - 1.0
 
 
+def _speedups(runs: list[dict[str, Any]]) -> str:
+    """Each run's gold speed-up over the base and their spread: what the gate judges, and what
+    a cold wall time can reproduce across hosts when its totals (compilation: host CPU time) do
+    not (Megatron-LM #5608: 1.26x and 1.28x, gold totals 22.5% apart); '-' without one."""
+    ups = [float(r["speedup"]) for r in runs if r.get("speedup")]
+    if len(ups) < len(runs):
+        return "-"
+    return f"{', '.join(f'{u:.2f}x' for u in ups)} ({100 * spread(ups):.1f}%)"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", type=Path, nargs="+", help="folders (or archives) of GPU calls")
@@ -74,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tpb-agreement-") as tmp:
         for r in measurements(unpacked_roots(args.runs, Path(tmp))):
             groups[workload_key(r)].append(r)
-    print("| task | machine | metric | runs (date: gold total ms) | spread | agree |")
-    print("|---|---|---|---|---|---|")
+    print("| task | machine | metric | runs (date: gold total ms) | spread | agree "
+          "| speed-ups (spread) |\n|---|---|---|---|---|---|---|")  # fmt: skip
     days_agree = days_all = day_agree = day_all = 0
     for (task, gpu, metric, _), runs in sorted(groups.items()):
         if len(runs) < 2:
@@ -93,9 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             day_agree += ok
         listed = ", ".join(f"{str(r['measured_at'])[:10]}: {float(r['gold_total_ms']):.4g}"
                            for r in runs)  # fmt: skip
-        print(
-            f"| {task} | {gpu} | {metric} | {listed} | {100 * s:.1f}% | {'yes' if ok else 'no'} |"
-        )
+        print(f"| {task} | {gpu} | {metric} | {listed} | {100 * s:.1f}% | {'yes' if ok else 'no'} "
+              f"| {_speedups(runs)} |")  # fmt: skip
     tol = f"{100 * args.tolerance:g}%"
     print(f"\nmeasured on two or more days (one machine kind, one plan): {days_all} tasks, "
           f"{days_agree} with gold totals within {tol}")  # fmt: skip

@@ -18,10 +18,12 @@ CALLS = [{"label": "small", "bytes_moved": 1000}, {"label": "large", "bytes_move
 
 
 def _result(where: Path, task: str, when: str, gold: float, gpu: str = "NVIDIA H200",
-            calls: list[dict[str, object]] = CALLS) -> None:  # fmt: skip
+            calls: list[dict[str, object]] = CALLS, metric: str = "kernel_time",
+            speedup: float | None = None) -> None:  # fmt: skip
     where.mkdir(parents=True)
-    r = {"task_id": task, "metric": "kernel_time", "measured_at": when, "gold_total_ms": gold,
-         "environment": f"{gpu}; torch 2.11.0+cu130; triton 3.6.0", "calls": calls}  # fmt: skip
+    r = {"task_id": task, "metric": metric, "measured_at": when, "gold_total_ms": gold,
+         "environment": f"{gpu}; torch 2.11.0+cu130; triton 3.6.0", "calls": calls,
+         "speedup": speedup}  # fmt: skip
     (where / "workload_result.json").write_text(json.dumps(r))
 
 
@@ -49,10 +51,11 @@ def test_agreement_across_days_kinds_and_plans(tmp_path: Path, capsys) -> None:
     assert agreement([str(runs)]) == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| fw__")]
+    head = "| NVIDIA H200 | kernel_time |"
     assert rows == [
-        "| fw__1__a | NVIDIA H200 | kernel_time | 2026-12-02: 1, 2026-12-03: 1.02 | 2.0% | yes |",
-        "| fw__2__b | NVIDIA H200 | kernel_time | 2026-12-02: 2, 2026-12-03: 2.2 | 10.0% | no |",
-        "| fw__3__c | NVIDIA H200 | kernel_time | 2026-12-02: 3, 2026-12-02: 3.03 | 1.0% | yes |",
+        f"| fw__1__a {head} 2026-12-02: 1, 2026-12-03: 1.02 | 2.0% | yes | - |",
+        f"| fw__2__b {head} 2026-12-02: 2, 2026-12-03: 2.2 | 10.0% | no | - |",
+        f"| fw__3__c {head} 2026-12-02: 3, 2026-12-02: 3.03 | 1.0% | yes | - |",
     ]
     assert (
         "two or more days (one machine kind, one plan): 2 tasks, 1 with gold totals within 3%"
@@ -62,6 +65,18 @@ def test_agreement_across_days_kinds_and_plans(tmp_path: Path, capsys) -> None:
     # a looser bound
     assert agreement([str(runs), "--tolerance", "0.1"]) == 0
     assert "2 tasks, 2 with gold totals within 10%" in capsys.readouterr().out
+
+
+def test_a_cold_sequence_shows_its_speedups_beside_its_totals(tmp_path: Path, capsys) -> None:
+    # Megatron-LM #5608 on two H100 hosts: the cold totals (compilation) 22.5% apart, the
+    # speed-up the gate judges within 2%
+    runs = tmp_path / "runs"
+    for call, when, gold, up in (("c38", "T10", 1104.0, 1.257), ("c43", "T22", 901.4, 1.283)):
+        _result(runs / call / "m", "mlm__5608__k", f"2026-12-05{when}:00:00", gold,
+                gpu="NVIDIA H100 80GB HBM3", metric="cold_wall_time", speedup=up)  # fmt: skip
+    assert agreement([str(runs)]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| mlm")]
+    assert row.endswith("| 22.5% | no | 1.26x, 1.28x (2.1%) |")
 
 
 def test_a_missing_folder_is_one_clear_error(tmp_path: Path, capsys) -> None:
