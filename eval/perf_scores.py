@@ -64,22 +64,23 @@ class Peaks:
     bf16_flops: float
 
 
-# The lent machines as measured (docs/workloads.md "Peaks"), by a part of the GPU's name as
-# torch reports it; a workload's efficiency is a fraction of the peaks of the GPU it ran on.
-# Workload plans size their calls by the H200's (`H200_BYTES_PER_S`), whatever runs them.
+# The lent machines as measured (docs/workloads.md "Peaks"), by the GPU's name as torch reports
+# it (the whole name: an H100 PCIe is not an H100 80GB HBM3); a workload's efficiency is a
+# fraction of the peaks of the GPU it ran on. Workload plans size their calls by the H200's
+# (`H200_BYTES_PER_S`), whatever runs them.
 PEAKS: dict[str, Peaks] = {
-    "H200": Peaks(bytes_per_s=4.3e12, bf16_flops=790e12),
-    # NVIDIA H100 80GB HBM3, 2026-12-05, call 41 (docs/runs/2026-12-05/results/call41/peaks.json)
-    "H100": Peaks(bytes_per_s=3.047e12, bf16_flops=680e12),
+    "NVIDIA H200": Peaks(bytes_per_s=4.3e12, bf16_flops=790e12),
+    # 2026-12-05, call 41 (docs/runs/2026-12-05/results/call41/peaks.json)
+    "NVIDIA H100 80GB HBM3": Peaks(bytes_per_s=3.047e12, bf16_flops=680e12),
 }
-H200_BYTES_PER_S = PEAKS["H200"].bytes_per_s
+H200_BYTES_PER_S = PEAKS["NVIDIA H200"].bytes_per_s
 
 
 def peaks_key(environment: str) -> str:
     """The `PEAKS` row of the GPU an environment label names ("NVIDIA H200; torch ...": the
     GPU is its first part), "" for a GPU that was never measured."""
-    gpu = environment.split(";", 1)[0]
-    return next((name for name in PEAKS if name in gpu), "")
+    gpu = environment.split(";", 1)[0].strip()
+    return gpu if gpu in PEAKS else ""
 
 
 def peaks_for(environment: str) -> Peaks | None:

@@ -142,7 +142,7 @@ class CallResult:
     gold_efficiency: float | None = None
     # results before the peaks were per GPU (2026-12-05) are fractions of the H200's, whatever
     # ran them: `perf_scores.rebased` gives them as fractions of their own GPU's
-    peaks: str = "H200"
+    peaks: str = "NVIDIA H200"
     error: str = ""  # a variant that failed on this call: which, and its last line
     # the Triton kernels the gold's call launched (its untimed outputs call); None: not recorded
     gold_launched: tuple[str, ...] | None = None

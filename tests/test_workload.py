@@ -1325,9 +1325,11 @@ def test_efficiency_is_the_fraction_of_the_peak_of_the_gpu_it_ran_on() -> None:
     assert efficiency(int(4.3e9), 0, 1.0, "") is None
     # the name is read from the GPU part only: a package called H200 names no GPU
     assert efficiency(int(4.3e9), 0, 1.0, "NVIDIA A100; torch H200") is None
+    # the whole name: an H100 PCIe (2 TB/s) is not the H100 80GB HBM3 that was measured
+    assert efficiency(int(4.3e9), 0, 1.0, "NVIDIA H100 PCIe; torch 2.11") is None
     for gpu, peaks in PEAKS.items():
         one_ms = int(peaks.bytes_per_s / 1e3)
-        assert efficiency(one_ms, 0, 1.0, f"NVIDIA {gpu} x") == pytest.approx(1.0)
+        assert efficiency(one_ms, 0, 1.0, f"{gpu}; torch 2.11") == pytest.approx(1.0)
 
 
 def test_a_stored_efficiency_is_given_on_the_gpu_that_ran_it(
@@ -1336,16 +1338,17 @@ def test_a_stored_efficiency_is_given_on_the_gpu_that_ran_it(
     from eval import perf_scores
     from eval.perf_scores import Peaks, rebased
 
-    monkeypatch.setitem(perf_scores.PEAKS, "H100", Peaks(bytes_per_s=2.15e12, bf16_flops=600e12))
-    h100 = "NVIDIA H100 80GB HBM3; torch 2.11.0+cu130; triton 3.6.0"
+    name = "NVIDIA H100 80GB HBM3"
+    monkeypatch.setitem(perf_scores.PEAKS, name, Peaks(bytes_per_s=2.15e12, bf16_flops=600e12))
+    h100, h200 = f"{name}; torch 2.11.0+cu130; triton 3.6.0", "NVIDIA H200"
     # an H100 result stored as a fraction of the H200's copy peak is twice that of the H100's
-    assert rebased(0.4, 0, "H200", h100) == pytest.approx(0.8)
-    assert rebased(0.4, 0, "H100", h100) == pytest.approx(0.4)
-    assert rebased(None, 0, "H200", h100) is None
-    assert rebased(0.4, 0, "H200", "NVIDIA B200; torch 2.11") is None  # never measured
+    assert rebased(0.4, 0, h200, h100) == pytest.approx(0.8)
+    assert rebased(0.4, 0, name, h100) == pytest.approx(0.4)
+    assert rebased(None, 0, h200, h100) is None
+    assert rebased(0.4, 0, h200, "NVIDIA B200; torch 2.11") is None  # never measured
     # with FLOPs counted the stored value may be the FLOP fraction: only its own GPU's stands
-    assert rebased(0.4, 10**12, "H200", h100) is None
-    assert rebased(0.4, 10**12, "H100", h100) == pytest.approx(0.4)
+    assert rebased(0.4, 10**12, h200, h100) is None
+    assert rebased(0.4, 10**12, name, h100) == pytest.approx(0.4)
 
 
 def test_scores_read_the_workload_times_of_a_prediction(tmp_path: Path) -> None:
@@ -1382,9 +1385,9 @@ def test_a_predictions_efficiency_is_what_the_gold_moves_over_its_times() -> Non
     # ms: (0.8 * 1 + 0.4 * 2) / (2 + 2); the plan's byte estimate (here 10x too much) is not read
     calls = [
         CallResult(SizeLabel.SMALL, _t(3.0), _t(1.0), _t(2.0), bytes_moved=10**12,
-                   gold_efficiency=0.8, peaks="H200"),
+                   gold_efficiency=0.8, peaks="NVIDIA H200"),
         CallResult(SizeLabel.LARGE, _t(3.0), _t(2.0), _t(2.0), bytes_moved=10**12,
-                   gold_efficiency=0.4, peaks="H200"),
+                   gold_efficiency=0.4, peaks="NVIDIA H200"),
     ]  # fmt: skip
     result = summarize_result("t", Metric.KERNEL_TIME, calls, h200)
     assert prediction_efficiency(result) == pytest.approx(0.4)
