@@ -76,10 +76,15 @@ PEAKS: dict[str, Peaks] = {
 H200_BYTES_PER_S = PEAKS["NVIDIA H200"].bytes_per_s
 
 
+def gpu_name(environment: str) -> str:
+    """The GPU an environment label names ("NVIDIA H200; torch 2.11.0; triton 3.6.0": its
+    first part), "" for none."""
+    return environment.split(";", 1)[0].strip()
+
+
 def peaks_key(environment: str) -> str:
-    """The `PEAKS` row of the GPU an environment label names ("NVIDIA H200; torch ...": the
-    GPU is its first part), "" for a GPU that was never measured."""
-    gpu = environment.split(";", 1)[0].strip()
+    """The `PEAKS` row of the GPU an environment label names, "" for a GPU never measured."""
+    gpu = gpu_name(environment)
     return gpu if gpu in PEAKS else ""
 
 

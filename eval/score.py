@@ -52,11 +52,11 @@ from eval.backends import Backend
 from eval.errors import EvalError
 from eval.gate import package_gap
 from eval.model import OUT_OF_MEMORY, FailureClass, Reference, RunResult, Variant
-from eval.perf_scores import PerfScore, perf_score, rebased
+from eval.perf_scores import PerfScore, perf_score
 from eval.perf_scores import summarize as summarize_perf
 from eval.sandbox import stopping_runs_on_interrupt
 from eval.source_scan import added_lines, forbidden
-from eval.workload_model import WorkloadResult
+from eval.workload_model import WorkloadResult, gold_efficiency
 
 log = logging.getLogger(__name__)
 
@@ -321,12 +321,12 @@ def prediction_efficiency(result: WorkloadResult) -> float | None:
     """The prediction's fraction of the peak of the GPU that ran the workload, over all its
     calls: what the gold's efficiency says each call moves (the same inputs and outputs for
     both), over the prediction's times. None where a call lacks the gold's efficiency (a cold
-    sequence, a GPU never measured) or a prediction time: the plan's byte estimate, all that
-    is left then, overstates what a call that only reads its largest tensor moves (Megatron-LM
-    #4603's expert weights gave an efficiency above 1)."""
+    sequence, a GPU never measured: `workload_model.gold_efficiency`) or a prediction time:
+    the plan's byte estimate, all that is left then, overstates what a call that only reads
+    its largest tensor moves (Megatron-LM #4603's expert weights gave an efficiency above 1)."""
     moved = spent = 0.0
     for c in result.calls:
-        gold_eff = rebased(c.gold_efficiency, c.flops, c.peaks, result.environment)
+        gold_eff = gold_efficiency(result, c)
         if gold_eff is None or c.gold is None or c.prediction is None:
             return None
         moved += gold_eff * c.gold.median_ms  # in peak-milliseconds

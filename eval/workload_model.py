@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from eval.perf_scores import rebased
+
 WORKLOAD_SCHEMA_VERSION = 1
 
 MIN_GOLD_US = 100.0  # below this a kernel's time is mostly launch overhead
@@ -146,6 +148,16 @@ class CallResult:
     error: str = ""  # a variant that failed on this call: which, and its last line
     # the Triton kernels the gold's call launched (its untimed outputs call); None: not recorded
     gold_launched: tuple[str, ...] | None = None
+
+
+def gold_efficiency(result: WorkloadResult, call: CallResult) -> float | None:
+    """A stored call's gold efficiency as a fraction of the peaks of the GPU that ran it
+    (`perf_scores.rebased`); none for a cold sequence, whose times hold compilation and whose
+    bytes are the plan's estimate (`workload_run.measure` stores none since 2026-12-05; older
+    results kept one)."""
+    if result.metric is Metric.COLD_WALL_TIME:
+        return None
+    return rebased(call.gold_efficiency, call.flops, call.peaks, result.environment)
 
 
 def spread_total(

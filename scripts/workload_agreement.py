@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from merge_device_results import unpacked_roots
 
 from curation.taskdir import TaskFile
+from eval.perf_scores import gpu_name
 
 
 def measurements(roots: list[Path]) -> list[dict[str, Any]]:
@@ -52,7 +53,7 @@ def measurements(roots: list[Path]) -> list[dict[str, Any]]:
 
 def workload_key(r: dict[str, Any]) -> tuple[str, str, str, tuple[tuple[str, int], ...]]:
     """Which measurements compare: one task, one machine kind, one metric, one plan."""
-    gpu = str(r.get("environment", "")).split(";")[0].strip() or "unknown machine"
+    gpu = gpu_name(str(r.get("environment", ""))) or "unknown machine"
     sizes = tuple((str(c.get("label")), int(c.get("bytes_moved") or 0)) for c in r.get("calls", []))
     return str(r.get("task_id")), gpu, str(r.get("metric")), sizes
 

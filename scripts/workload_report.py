@@ -24,8 +24,14 @@ from core.files import read_record
 from curation.model import VerificationStatus
 from curation.taskdir import TaskDir, TaskFile, task_dirs
 from eval.gate import MIN_SPEEDUP
-from eval.perf_scores import rebased
-from eval.workload_model import Metric, Timing, Workload, WorkloadResult, totals_separated
+from eval.perf_scores import gpu_name
+from eval.workload_model import (
+    Timing,
+    Workload,
+    WorkloadResult,
+    gold_efficiency,
+    totals_separated,
+)
 
 
 def _ms(t: Timing | None) -> str:
@@ -54,7 +60,7 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
     )
     sources = sorted({str(c.source) for c in plan.calls}) if plan is not None else ["-"]
     sizes = _sizes(plan)
-    machine = result.environment.split(";")[0].replace("NVIDIA ", "")
+    machine = gpu_name(result.environment).replace("NVIDIA ", "")
     apart = "apart" if totals_separated(result.calls) else "overlap"
     head = f"{task.framework} #{task.pr_number or task.task_id.split('__')[1]} ({verdict.status})"
     total = ""  # no speed-up where a variant failed or went untimed
@@ -63,9 +69,7 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
                  f"{result.gold_total_ms:.4g} ms, {apart})")  # fmt: skip
     out = []
     for i, call in enumerate(result.calls):
-        eff = rebased(call.gold_efficiency, call.flops, call.peaks, result.environment)
-        if result.metric is Metric.COLD_WALL_TIME:
-            eff = None  # timed with compilation, sized by the plan's estimate (workload_run)
+        eff = gold_efficiency(result, call)
         first = i == 0
         out.append("| " + " | ".join([
             head if first else "",
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(lines))
         shown += 1
         fast += bool((result.speedup or 0) >= MIN_SPEEDUP and totals_separated(result.calls))
-        machines.add(result.environment.split(";")[0])
+        machines.add(gpu_name(result.environment))
     print(
         f"\n{shown} tasks; {fast} with the gold at least {MIN_SPEEDUP}x faster, spreads apart; "
         f"measured on {', '.join(sorted(machines)) or 'no machine'}"

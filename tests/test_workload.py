@@ -1401,6 +1401,9 @@ def test_a_predictions_efficiency_is_what_the_gold_moves_over_its_times() -> Non
     assert prediction_efficiency(summarize_result("t", Metric.KERNEL_TIME, untimed, h200)) is None
     b200 = summarize_result("t", Metric.KERNEL_TIME, calls, "NVIDIA B200; torch 2.11")
     assert prediction_efficiency(b200) is None
+    # a cold sequence stored with gold efficiencies (before 2026-12-05) gives none either,
+    # as the report shows none for it
+    assert prediction_efficiency(summarize_result("t", Metric.COLD_WALL_TIME, calls, h200)) is None
 
 
 # --- the harness, end to end on the CPU --------------------------------------------------------
