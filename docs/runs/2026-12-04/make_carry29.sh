@@ -11,7 +11,7 @@
 # would let run; the call takes the first two (or KEYS="k1 k2").
 # score.txt (since 2026-12-05, sixth session): the verified tasks on the carried keys the gold
 # oracle has not scored, and gold.jsonl, their gold targets (call41.sh scores them beside).
-# Usage (repository root, venv active): [KEYS=...] [EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
+# Usage (repository root, venv active): [KEYS=...] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
 set -euo pipefail
 state=${1:?usage: make_carry29.sh STATE MIRRORS WHEELHOUSES}; mirrors=${2:?}; wh=${3:?}
 T=$state/tasks; C=.carry/f; work=$(mktemp -d)
@@ -73,6 +73,10 @@ for td in task_dirs(root):
             and env_key(pins) in keys:
         print(td.id)
 PY
+# SCORE_EXTRA (a file, 2026-12-06): more verified tasks for the gold oracle, e.g. those whose
+# references ran on the host's packages (transformers 5: no key of theirs is carried, so they
+# run on the host's Python, as their references did)
+if [ -n "${SCORE_EXTRA:-}" ]; then cat "$SCORE_EXTRA" >> $C/score.txt; fi
 mkdir -p $work/pack/tasks
 for t in $(cat $C/wh.txt $C/n0.txt $C/score.txt | sort -u); do
   cp -r $T/$t $work/pack/tasks/
