@@ -76,6 +76,9 @@ class WatchConfig:
     # "first": an autotuned kernel takes the first of its configs that compiles and runs, the
     # others are neither compiled nor timed (the selection run; "" tunes as Triton does)
     autotune: str = ""
+    # the selection run again: node ids the gold failed the first time, left out so that the
+    # function's next parametrization runs instead (TPB_SELECT_SKIP, one a line)
+    select_skip: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WatchConfig:
@@ -98,6 +101,7 @@ class WatchConfig:
             ),
             select_lines=parse_line_ranges(env.get("TPB_SELECT_LINES", "")),
             autotune=env.get("TPB_AUTOTUNE", ""),
+            select_skip=frozenset(n for n in env.get("TPB_SELECT_SKIP", "").split("\n") if n),
         )
 
 
@@ -614,9 +618,12 @@ class KernelWatcher:
         cfg = self.config
         if cfg.select_per_test <= 0 and cfg.select_max <= 0:
             return
+        skipped = [i for i in items if i.nodeid in cfg.select_skip]
         kept, dropped = cap_items(
-            items, cfg.select_per_test, cfg.select_max, cfg.select_modules, cfg.select_lines
-        )
+            [i for i in items if i.nodeid not in cfg.select_skip],
+            cfg.select_per_test, cfg.select_max, cfg.select_modules, cfg.select_lines,
+        )  # fmt: skip
+        dropped += skipped
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept

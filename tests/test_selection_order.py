@@ -157,3 +157,43 @@ def test_a_task_without_test_files_collects_the_test_directories_not_the_tree(tm
     task = NS(tests=NS(node_ids=("tests/test_a.py::t",), changed_in_pr=(), selected_existing=()),
               kernels=())  # fmt: skip
     assert run_targets(task, 4, tmp_path) == ["tests/test_a.py::t"]
+
+
+def test_a_selection_whose_gold_fails_the_first_parametrization_tries_the_next(tmp_path) -> None:
+    """H200 call 45 (2026-12-06): flash-linear-attention #36dedac3ab, #6bf991d107 and
+    #cce7a2fc0b each ran one parametrization of `test_chunk` (T=300), which the gold itself
+    fails, and ended "the selection run failed". Here the gold launches too few programs for
+    n > 256 (it fails n=300) and fixes the base's wrong sum at n=100: the selection runs once
+    more without the failed node id and the task verifies on n=100."""
+    from curation.taskdir import task_dirs
+    from eval.__main__ import main as eval_main
+    from tests.gitrepo import TinyRepo
+    from tests.tinyfw import CONFTEST, GOLD_OPS, OPS, mine
+
+    test = (
+        "import pytest\nimport torch\n\nfrom pkg.ops import add\n\n\n"
+        "@pytest.mark.parametrize('n', [300, 100])\n"
+        "def test_values(n):\n"
+        "    x = torch.arange(n, dtype=torch.float32)\n"
+        "    torch.testing.assert_close(add(x, x), 2 * x)\n"
+    )  # fmt: skip
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", OPS)
+    repo.commit("Add the add kernel")
+    four = GOLD_OPS.replace("(triton.cdiv(n, 64),)", "(min(triton.cdiv(n, 64), 4),)")
+    repo.write("pkg/ops.py", four)
+    repo.write("tests/test_values.py", test)
+    repo.commit("Fix the sum of the add kernel (#8)")
+    work, tasks = mine(repo.path, tmp_path)
+    argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--no-isolated-timing",
+            "--timeout", "120", "--runs", "1", "--select-per-test", "1",
+            "--triton-cache", str(tmp_path / "cache"), "--out", str(tmp_path / "ref")]  # fmt: skip
+    assert eval_main(argv) == 0
+    [tdir] = task_dirs(tasks)
+    ref = json.loads((tdir.root / "reference.json").read_text())
+    second = "tests/test_values.py::test_values[100]"
+    assert ref["fail_to_pass"] == [second], ref["validity_note"]
+    assert ref["valid"]
+    assert [t["nodeid"] for t in ref["selection"]["tests"]] == [second]
