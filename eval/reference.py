@@ -276,7 +276,7 @@ def select_node_ids(
     kept = _kept_node_ids(task, run, caps.keep)
     # Nothing kept because the gold failed the parametrization the cap took (H200 call 45,
     # 2026-12-06: flash-linear-attention #36dedac3ab, #6bf991d107, #cce7a2fc0b each ran only
-    # `test_chunk[...-300-...]`, a size the gold misses its tolerance at, and ended "the
+    # `test_chunk[...]` with D=300, a size the gold misses its tolerance at, and ended "the
     # selection run failed"): once more without those node ids, so that each function's next
     # parametrization runs. The gate still keeps only what the gold passes.
     failed = [t.nodeid for t in run.tests if t.outcome == "failed"]

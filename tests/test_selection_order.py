@@ -161,7 +161,7 @@ def test_a_task_without_test_files_collects_the_test_directories_not_the_tree(tm
 
 def test_a_selection_whose_gold_fails_the_first_parametrization_tries_the_next(tmp_path) -> None:
     """H200 call 45 (2026-12-06): flash-linear-attention #36dedac3ab, #6bf991d107 and
-    #cce7a2fc0b each ran one parametrization of `test_chunk` (T=300), which the gold itself
+    #cce7a2fc0b each ran one parametrization of `test_chunk` (D=300), which the gold itself
     fails, and ended "the selection run failed". Here the gold launches too few programs for
     n > 256 (it fails n=300) and fixes the base's wrong sum at n=100: the selection runs once
     more without the failed node id and the task verifies on n=100."""
