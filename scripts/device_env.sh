@@ -14,15 +14,19 @@ mkdir -p "$O"
 # prediction for at most $2 seconds, $3 at once, on the references' Triton cache /tmp/tcr
 # (the gold tree's kernels are the same source: not compiled again). Reads the caller's $T
 # (tasks), $R (--repo-path options), $C (carry: wh/), $O and $S (start); scores in
-# /tmp/sgold_new, log $O/score_gold_new.log. call39.sh, call41.sh.
+# /tmp/sgold_new$4, log $O/score_gold_new$4.log ($4, a tag, lets two streams score side by
+# side: call41.sh scores the pinned references' as soon as they end). call39.sh, call41.sh.
 new_gold() {
+  local tag=${4:-}
   for t in $(cat "$1"); do
     grep -q '"status": "verified"' $T/$t/task.json 2>/dev/null && [ -f $T/$t/reference.json ] && echo $t
-  done > /tmp/new_verified.txt
-  [ -s /tmp/new_verified.txt ] && [ "$2" -gt 60 ] || return 0
-  python3 -m eval oracle --tasks $T --task-file /tmp/new_verified.txt $R --from gold --out /tmp/new_gold.jsonl
-  timeout -k 20 -s INT $(( $2 - 20 )) python3 -m eval score /tmp/new_gold.jsonl --tasks $T \
-    --task-file /tmp/new_verified.txt $R --wheelhouse $C/wh --out /tmp/sgold_new --jobs $3 --timeout 300 \
-    --scratch /tmp/scn --triton-cache /tmp/tcr > $O/score_gold_new.log 2>&1
-  echo "new gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold_new.log
+  done > /tmp/new_verified$tag.txt
+  [ -s /tmp/new_verified$tag.txt ] && [ "$2" -gt 60 ] || return 0
+  python3 -m eval oracle --tasks $T --task-file /tmp/new_verified$tag.txt $R --from gold \
+    --out /tmp/new_gold$tag.jsonl
+  timeout -k 20 -s INT $(( $2 - 20 )) python3 -m eval score /tmp/new_gold$tag.jsonl --tasks $T \
+    --task-file /tmp/new_verified$tag.txt $R --wheelhouse $C/wh --out /tmp/sgold_new$tag \
+    --jobs $3 --timeout 300 --scratch /tmp/scn$tag --triton-cache /tmp/tcr \
+    > $O/score_gold_new$tag.log 2>&1
+  echo "new gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold_new$tag.log
 }

@@ -11,7 +11,7 @@
 # of what they verified is scored before END.
 # Since the sixth session the carry may hold score.txt and gold.jsonl: the gold oracle on the
 # verified tasks of its keys, GOLD_JOBS streams beside the references (wh.txt may be empty).
-# Usage: [CARRY=.carry/f] [JOBS=14] [N0_JOBS=2] [GOLD_JOBS=4] call41.sh [END seconds, default 540] [REF_END, default END-100]
+# Usage (move release/ aside first, docs/runs/2026-12-06/next_calls.md): [CARRY=.carry/f] [JOBS=14] [N0_JOBS=2] [GOLD_JOBS=4] call41.sh [END seconds, default 540] [REF_END, default END-100]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=${CARRY:-.carry/f}; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct && T=/tmp/ct/tasks
@@ -24,9 +24,12 @@ if [ -s $C/n0.txt ] && [ ${N0_JOBS:-2} -gt 0 ]; then
       --jobs ${N0_JOBS:-2} --scratch /tmp/s0 > $O/n0.log 2>&1
     echo "n0 rc $? after $(( $(date +%s) - S )) s" >> $O/n0.log ) &
 fi
+# since 2026-12-06 the pinned references' gold is scored as soon as they end (call 44: the
+# partials' stream held it back until REF_END, and 9 of 13 were scored in the 80 s left)
 [ -s $C/wh.txt ] && ( timeout -k 30 -s INT $REF_END python3 -m eval reference $F --wheelhouse $C/wh \
     --task-file $C/wh.txt --out /tmp/rf --jobs ${JOBS:-14} --scratch /tmp/sf > $O/fla.log 2>&1
-  echo "fla rc $? after $(( $(date +%s) - S )) s" >> $O/fla.log ) &
+  echo "fla rc $? after $(( $(date +%s) - S )) s" >> $O/fla.log
+  new_gold $C/wh.txt $(( END - ($(date +%s) - S) )) 8 _fla ) &
 # the gold oracle on the verified tasks of the carried keys that it has not scored (score.txt,
 # make_carry29.sh since the sixth session), GOLD_JOBS at once, until REF_END
 if [ -s $C/score.txt ] && [ ${GOLD_JOBS:-4} -gt 0 ]; then
@@ -36,11 +39,10 @@ if [ -s $C/score.txt ] && [ ${GOLD_JOBS:-4} -gt 0 ]; then
     echo "gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold.log ) &
 fi
 wait
-cat $C/wh.txt $C/n0.txt > /tmp/ref_ids.txt
-new_gold /tmp/ref_ids.txt $(( END - ($(date +%s) - S) )) 8
+new_gold $C/n0.txt $(( END - ($(date +%s) - S) )) 8
 mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
-( cd /tmp && find sgold sgold_new -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 2>/dev/null | tar --null -cf /tmp/pack/scores.tar -T - )
+( cd /tmp && find sgold sgold_new* -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 2>/dev/null | tar --null -cf /tmp/pack/scores.tar -T - )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
 for f in /tmp/pack/*.log; do echo "== $f"; grep -v "━" $f | grep -v no_prediction | tail -n 14 | cut -c1-200; done
 ( for f in $T/*/reference.json; do [ $f -nt $O/machine.txt ] || continue; python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-2][:60], 'valid', r.get('valid'), (r.get('validity_note') or '')[:90])" "$f"; done ) 2>/dev/null
