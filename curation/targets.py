@@ -210,7 +210,7 @@ def keep_base_imports(source: str, base_file: bytes, gold_file: bytes, name: str
     math` would fail at the base variant (Liger-Kernel #815 on the H200). Local, so the gold
     wrapper spliced over it leaves the gold file unchanged."""
     base_imports = _module_imports(base_file)
-    gold_bound = _module_names(gold_file)
+    gold_bound = module_names(gold_file)
     if not base_imports or gold_bound is None:
         return source
     used = set(re.findall(r"[A-Za-z_]\w*", source))
@@ -261,11 +261,11 @@ def elsewhere_modules(
     gone_files = set(deleted)
     for path, base in base_files.items():
         module = module_name(path)
-        base_names = _module_names(base)
+        base_names = module_names(base)
         gold = gold_files.get(path)
         if module is None or base_names is None or (gold is None and path not in gone_files):
             continue  # not a module, unparsable, or its gold unknown (a blob a mirror lacks)
-        gold_names = _module_names(gold) if gold is not None else frozenset()
+        gold_names = module_names(gold) if gold is not None else frozenset()
         if gold_names is None:
             continue  # the gold star-imports: it may bind anything
         if gone := base_names - gold_names:
@@ -292,7 +292,7 @@ def keep_base_globals(
     gold tree itself, so these statements never reach it. A name the base file (at `path`)
     imports from one of the `elsewhere` modules, which the PR deleted there, comes as that
     module's base definition instead of the import (`_carried`)."""
-    gold_bound = _module_names(gold_file)
+    gold_bound = module_names(gold_file)
     binding = _base_bindings(base_file)
     if gold_bound is None or binding is None:
         return source
@@ -420,7 +420,7 @@ def _first_line(node: ast.stmt) -> int:
     return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
 
 
-def _file_targets(targets: Sequence[Target], path: str) -> set[str]:
+def file_targets(targets: Sequence[Target], path: str) -> set[str]:
     """The module-level names of the targets in `path` (a method: its class)."""
     return {t.name.split(".")[0] for t in targets if t.file == path}
 
@@ -491,7 +491,7 @@ def _module_imports(src: bytes, path: str = "") -> Mapping[str, str]:
 
 
 @lru_cache(maxsize=64)
-def _module_names(src: bytes) -> frozenset[str] | None:
+def module_names(src: bytes) -> frozenset[str] | None:
     """Every name bound at module level (None: unknown, e.g. a star import or no parse)."""
     try:
         tree = ast.parse(src)
@@ -545,7 +545,7 @@ def setup_files(
             restored = old is not None and "." not in t.name  # a module-level wrapper
         if restored and base is not None and t.file in gold_files:
             # the file's targets are restored by their own items, never twice
-            own = kept.setdefault(t.file, _file_targets(targets, t.file))
+            own = kept.setdefault(t.file, file_targets(targets, t.file))
             source = keep_base_globals(source, base, gold_files[t.file], own, base_path, elsewhere)
         items.setdefault(t.file, []).append(KernelSource(t.file, t.name, source))
     out = {}
@@ -744,7 +744,7 @@ def roundtrip_errors(
                 errors.append(f"{f}: the gold targets do not splice into the setup state: {exc}")
                 continue
             if back != gold_files[f] and (
-                _without_kept(back, gold_files[f], _file_targets(targets, f)) != gold_files[f]
+                without_kept(back, gold_files[f], file_targets(targets, f)) != gold_files[f]
             ):
                 errors.append(f"{f}: the setup state plus the gold targets is not the gold file")
     return errors
@@ -759,7 +759,7 @@ def _unbound_errors(
 ) -> list[str]:
     """A base target of the setup state that uses a name its base module bound and the setup
     module does not (the base variant would fail on the name, not on what the PR fixed)."""
-    setup_bound = _module_names(setup)
+    setup_bound = module_names(setup)
     if setup_bound is None:
         return []
     wanted = {(t.file, t.name) for t in targets if t.role is not TargetRole.WRAPPER}
@@ -861,12 +861,12 @@ def _deleted_import_errors(
     return out
 
 
-def _without_kept(data: bytes, gold: bytes, targets: set[str]) -> bytes:
+def without_kept(data: bytes, gold: bytes, targets: set[str]) -> bytes:
     """`data` without the runs of module-level statements, each right before a definition of
     one of `targets`, that bind only names the `gold` module does not bind (with the two blank
     lines after each): what `keep_base_globals` put before base targets, so that the setup
     state plus the gold targets is the gold up to those."""
-    gold_bound = _module_names(gold)
+    gold_bound = module_names(gold)
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError):

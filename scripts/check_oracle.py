@@ -5,7 +5,10 @@
 
 For each task, `eval.oracle.oracle_record(..., "gold", ...)` is spliced into the setup state
 (`prepare(..., Variant.PREDICTION, record)`) and every file the gold patch touches is compared
-byte for byte with the gold tree (`prepare(..., Variant.GOLD)`). A differing file is a mismatch
+byte for byte with the gold tree (`prepare(..., Variant.GOLD)`). A file that differs only by
+the module-level statements the setup state keeps before a base target and the gold deleted
+(`curation.targets.without_kept`, e.g. a constant the base kernel reads) is `carried`: a
+prediction may use them, so the splice leaves them. Any other differing file is a mismatch
 (named, with the first lines of its diff); an exception while building a tree (an EvalError, a
 SpliceError) is an error, with its message. A task whose framework has no `--repo-path` is
 skipped. Files whose blobs the repository lacks (assets a mirror snapshot left out) are left
@@ -13,7 +16,7 @@ out of the trees, as `eval bundle` leaves them out, and named in the report.
 
 Reads: task directories and the frameworks' repositories. Writes: scratch trees (deleted as it
 goes) and, with --out, a JSON report. Exits 0 only when every selected task was checked and is
-identical.
+identical or carried.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.errors import one_line
-from curation.targets import split_patch
+from curation.targets import file_targets, module_names, split_patch, without_kept
 from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
 from eval.model import Variant
@@ -45,6 +48,11 @@ from mining.git import GitRepo
 from mining.store import repo_paths
 
 IDENTICAL, MISMATCH, ERROR, SKIPPED = "identical", "mismatch", "error", "skipped"
+# the gold tree but for module-level definitions the setup state keeps for its base targets
+# (`curation.targets.keep_base_globals`) and the gold deleted: a prediction may use them, so
+# the splice leaves them; they bind nothing the gold binds (flash-linear-attention
+# #eeee0ee84d `inv_ln2`, #3cb53c2adf the kernel `chunk_gsa_fwd_kernel_h`)
+CARRIED = "carried"
 HINT_LINES = 3
 
 
@@ -94,6 +102,15 @@ def diff_hint(gold: bytes | None, pred: bytes | None, lines: int = HINT_LINES) -
     return body[: lines + 1]
 
 
+def carried_names(gold: bytes | None, pred: bytes | None, targets: set[str]) -> list[str] | None:
+    """The names the prediction's file binds beyond the gold's when the whole difference is
+    what `keep_base_globals` put before the base `targets` (`curation.targets.without_kept`,
+    the rule curation's own round-trip check applies); None otherwise."""
+    if gold is None or pred is None or without_kept(pred, gold, targets) != gold:
+        return None
+    return sorted((module_names(pred) or frozenset()) - (module_names(gold) or frozenset()))
+
+
 def compare(gold: Path, pred: Path, files: list[str]) -> list[str]:
     """Those of `files` whose bytes differ between the two trees (or that one tree lacks)."""
     return [rel for rel in files if _read(gold / rel) != _read(pred / rel)]
@@ -127,6 +144,13 @@ def check_task(
     differing = compare(gold, pred, files)
     if not differing:
         return {**row, "status": IDENTICAL}
+    carried = {
+        rel: carried_names(_read(gold / rel), _read(pred / rel), file_targets(task.targets, rel))
+        for rel in differing
+    }
+    if all(names is not None for names in carried.values()):
+        return {**row, "status": CARRIED, "carried": carried}
+    differing = [rel for rel in differing if carried[rel] is None]
     rel = differing[0]
     hint = diff_hint(_read(gold / rel), _read(pred / rel))
     return {**row, "status": MISMATCH, "file": rel, "differing": differing, "diff": hint}
@@ -151,11 +175,15 @@ def _line(r: dict[str, Any]) -> str:
         return f"{r['task_id']}: error ({r.get('stage')}): {r['message']}"
     if r["status"] == SKIPPED:
         return f"{r['task_id']}: skipped: {r['message']}"
+    if r["status"] == CARRIED:
+        names = "; ".join(f"{f}: {', '.join(n)}" for f, n in r["carried"].items())
+        return f"{r['task_id']}: the gold but for the base's carried {names}"
     return f"{r['task_id']}: identical"
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """framework -> {checked, identical, mismatch, error, skipped}; "all" sums them."""
+    """framework -> {checked, identical, carried, mismatch, error, skipped}; "all" sums
+    them."""
     counts: dict[str, Counter[str]] = {}
     for r in results:
         fw = r.get("framework") or "?"
@@ -163,7 +191,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
             c = counts.setdefault(key, Counter())
             c[r["status"]] += 1
             c["checked"] += r["status"] != SKIPPED
-    cols = ("checked", IDENTICAL, MISMATCH, ERROR, SKIPPED)
+    cols = ("checked", IDENTICAL, CARRIED, MISMATCH, ERROR, SKIPPED)
     order = sorted(counts, key=lambda fw: (fw == "all", fw))
     return {fw: {k: counts[fw][k] for k in cols} for fw in order}
 
@@ -210,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def done(r: dict[str, Any]) -> None:
             results.append(r)
-            if r["status"] != IDENTICAL:
+            if r["status"] not in (IDENTICAL, CARRIED):
                 bar.console.print(_line(r), markup=False, highlight=False)
             bar.advance(job)
 
@@ -229,19 +257,20 @@ def main(argv: list[str] | None = None) -> int:
 
     results.sort(key=lambda r: r["task_id"])
     counts = summarize(results)
-    findings = [r for r in results if r["status"] not in (IDENTICAL, SKIPPED)]
+    findings = [r for r in results if r["status"] not in (IDENTICAL, CARRIED, SKIPPED)]
+    carried = [r for r in results if r["status"] == CARRIED]
     skipped = [r for r in results if r["status"] == SKIPPED]
-    print("framework: checked / identical / mismatch / error / skipped")
+    print("framework: checked / identical / carried / mismatch / error / skipped")
     for fw, c in counts.items():
         print(f"  {fw}: " + " / ".join(str(n) for n in c.values()))
-    for r in findings:
+    for r in carried + findings:
         print(_line(r))
     if skipped:
         names = sorted({str(r.get("framework")) for r in skipped})
         print(f"{len(skipped)} skipped (no --repo-path for {', '.join(names)})")
     if args.out is not None:
         args.out.write_text(json.dumps({"counts": counts, "results": results}, indent=1) + "\n")
-    return 0 if results and all(r["status"] == IDENTICAL for r in results) else 1
+    return 0 if results and all(r["status"] in (IDENTICAL, CARRIED) for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from mining.git import GitRepo
 from tests.tinyfw import make_task_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from check_oracle import ERROR, IDENTICAL, MISMATCH, check_task, main
+from check_oracle import CARRIED, ERROR, IDENTICAL, MISMATCH, check_task, main
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +37,11 @@ def test_the_gold_oracle_of_a_task_is_its_gold(
     assert main(argv) == 0
     report = json.loads(out.read_text())
     assert report["counts"]["all"] == {
-        "checked": 1, IDENTICAL: 1, MISMATCH: 0, ERROR: 0, "skipped": 0
+        "checked": 1, IDENTICAL: 1, CARRIED: 0, MISMATCH: 0, ERROR: 0, "skipped": 0
     }  # fmt: skip
     [row] = report["results"]
     assert row["status"] == IDENTICAL and row["files"] >= 1
-    assert f"{framework}: 1 / 1 / 0 / 0 / 0" in capsys.readouterr().out
+    assert f"{framework}: 1 / 1 / 0 / 0 / 0 / 0" in capsys.readouterr().out
 
 
 def test_a_record_that_is_not_the_gold_is_a_mismatch_and_a_broken_one_an_error(
@@ -72,3 +72,37 @@ def test_a_framework_without_a_repository_is_skipped_and_fails_the_check(
     repo, tasks, _ = env
     assert main([str(tasks), "--repo-path", f"other={repo}"]) == 1
     assert "1 skipped (no --repo-path for" in capsys.readouterr().out
+
+
+def test_a_constant_the_setup_state_keeps_for_the_base_kernel_is_carried_not_a_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """flash-linear-attention #eeee0ee84d (2026-12-06): the base kernels read `inv_ln2`, which
+    the PR deleted from `fla/ops/gla/chunk_util.py`; the setup state keeps it before them, and
+    the gold spliced into the setup state keeps it too (a prediction may use it). That is the
+    gold but for the carried constant, as curation's round-trip check says, not a mismatch; a
+    kernel that differs still is one."""
+    from tests.gitrepo import TinyRepo
+    from tests.tinyfw import CONFTEST, OPS, mine
+
+    base = OPS.replace("@triton.jit", "SCALE = tl.constexpr(0.0)\n\n\n@triton.jit", 1)
+    base = base.replace("x + y * 0.0", "x + y * SCALE")
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", base)
+    repo.commit("Add the add kernel")
+    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "x + y"))
+    repo.commit("Fix the sum of the add kernel (#9)")
+    _work, tasks = mine(repo.path, tmp_path)
+    [tdir] = task_dirs(tasks)
+    store = SourceStore(GitRepo(repo.path))
+    row = check_task(tdir, store, tmp_path / "ok")
+    assert row["status"] == CARRIED and row["carried"] == {"pkg/ops.py": ["SCALE"]}, row
+    framework = tdir.load_task().framework
+    assert main([str(tasks), "--repo-path", f"{framework}={repo.path}"]) == 0
+    assert "the gold but for the base's carried pkg/ops.py: SCALE" in capsys.readouterr().out
+    record = oracle_record(tdir, store, "gold", tmp_path / "oracle")
+    [kernel] = [k for k in record["kernels"] if k["name"] == "add_kernel"]
+    kernel["source"] = kernel["source"].replace("x + y", "x - y")
+    assert check_task(tdir, store, tmp_path / "bad", record)["status"] == MISMATCH

@@ -382,13 +382,13 @@ def test_a_base_kernel_keeps_the_module_names_the_gold_dropped(tmp_path: Path) -
     assert [c.kwargs["BLOCK"] for c in loaded.decay_kernel.configs] == [64, 128]
     assert "@triton.jit\ndef safe_exp" in source
     # the setup state plus the gold kernel is the gold, up to what was kept (`roundtrip_errors`)
-    from curation.targets import _without_kept
+    from curation.targets import without_kept
 
     gold_def, base_def = (definitions(x)["decay_kernel"].source for x in (gold, base))
     back = GOLD_KERNELS.replace(gold_def, source).replace(base_def, gold_def)
     assert back != GOLD_KERNELS
-    assert _without_kept(back.encode(), gold, {"decay_kernel"}) == gold
-    assert _without_kept(back.encode(), gold, {"other"}) != gold  # only before a target
+    assert without_kept(back.encode(), gold, {"decay_kernel"}) == gold
+    assert without_kept(back.encode(), gold, {"other"}) != gold  # only before a target
     again = keep_base_globals(definitions(base)["decay_kernel"].source, base, gold, kept)
     assert again == definitions(base)["decay_kernel"].source  # one file gets them once
     assert keep_base_globals(definitions(gold)["decay_kernel"].source, gold, gold, set()) == (
