@@ -279,8 +279,10 @@ def select_node_ids(
     # `test_chunk[...]` with D=300, a size the gold misses its tolerance at, and ended "the
     # selection run failed"): once more without those node ids, so that each function's next
     # parametrization runs. The gate still keeps only what the gold passes.
+    # (a run cut at its limit or crashed is not retried: the second would be cut the same way)
     failed = [t.nodeid for t in run.tests if t.outcome == "failed"]
-    if not kept and failed and caps.retry_failed:
+    retry = run.failure in (FailureClass.TEST_FAILURE, FailureClass.COMPILE_ERROR)
+    if not kept and failed and retry and caps.retry_failed:
         skip = {"TPB_SELECT_SKIP": "\n".join(failed)}
         again = run_cold(backend, task, tdir, Variant.GOLD, run_root / task.task_id / "select-skip",
                          lambda r: not r.tests, extra_env=env | skip,

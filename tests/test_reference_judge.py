@@ -211,6 +211,45 @@ def test_the_selection_run_takes_the_frameworks_cap_unless_the_command_names_one
     assert "TPB_AUTOTUNE" not in seen[-1] and "TRITON_CACHE_AUTOTUNING" not in seen[-1]
 
 
+def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_when_cut(
+    tmp_path,
+) -> None:
+    """The retry (call 45, 2026-12-06) deselects what the gold failed and runs once more; a
+    selection cut at its time limit or crashed is not retried (the second would be cut too),
+    nor one in which no test failed."""
+    from eval.reference import SelectionCaps, select_node_ids
+
+    def selection(outcomes: dict[str, str], failure: FailureClass):
+        seen: list[dict] = []
+
+        class Backend:
+            def run(self, task, tdir, variant, run_dir, index, prediction=None, extra_env=None,
+                    timeout_s=None):  # fmt: skip
+                seen.append(dict(extra_env or {}))
+                if "TPB_SELECT_SKIP" in (extra_env or {}):
+                    return run(Variant.GOLD, 0, {"t.py::f[2]": "passed"})
+                return run(Variant.GOLD, 0, outcomes, failure)
+
+        kernel = SimpleNamespace(name="k", role="kernel")
+        fake = SimpleNamespace(framework="x", task_id="t", targets=(kernel,), kernels=(),
+                               target_files=frozenset(),
+                               tests=SimpleNamespace(changed_in_pr=(), node_ids=()))  # fmt: skip
+        tdir = SimpleNamespace(read_bytes=lambda name: None)
+        caps = SelectionCaps(per_test=1)
+        return select_node_ids(fake, tdir, Backend(), tmp_path, caps), seen  # type: ignore[arg-type]
+
+    _, seen = selection({"t.py::f[1]": "failed"}, FailureClass.TEST_FAILURE)
+    assert [e.get("TPB_SELECT_SKIP") for e in seen] == [None, "t.py::f[1]"]
+    _, seen = selection({"t.py::f[1]": "failed"}, FailureClass.TIMEOUT)
+    assert len(seen) == 1
+    _, seen = selection({"t.py::f[1]": "failed"}, FailureClass.CRASH)
+    assert len(seen) == 1
+    _, seen = selection({"t.py::f[1]": "failed"}, FailureClass.COMPILE_ERROR)
+    assert len(seen) == 2
+    _, seen = selection({"t.py::f[1]": "passed"}, FailureClass.NONE)
+    assert len(seen) == 1
+
+
 def test_a_setup_state_that_ran_out_of_gpu_memory_fails_nothing() -> None:
     """On the H200, twelve memory-heavy Liger-Kernel runs side by side left each 0.4 GiB and
     their tests raised OutOfMemoryError: at the setup state that must not count as the missing
