@@ -82,25 +82,18 @@ def test_a_constant_the_setup_state_keeps_for_the_base_kernel_is_carried_not_a_m
     the gold spliced into the setup state keeps it too (a prediction may use it). That is the
     gold but for the carried constant, as curation's round-trip check says, not a mismatch; a
     kernel that differs still is one."""
-    from tests.gitrepo import TinyRepo
-    from tests.tinyfw import CONFTEST, OPS, mine
+    from tests.tinyfw import OPS, mine_ops_fix
 
     base = OPS.replace("@triton.jit", "SCALE = tl.constexpr(0.0)\n\n\n@triton.jit", 1)
     base = base.replace("x + y * 0.0", "x + y * SCALE")
-    repo = TinyRepo(tmp_path / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", base)
-    repo.commit("Add the add kernel")
-    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "x + y"))
-    repo.commit("Fix the sum of the add kernel (#9)")
-    _work, tasks = mine(repo.path, tmp_path)
+    gold = OPS.replace("x + y * 0.0", "x + y")
+    repo, _work, tasks = mine_ops_fix(tmp_path, base, gold, "Fix the sum of the add kernel (#9)")
     [tdir] = task_dirs(tasks)
-    store = SourceStore(GitRepo(repo.path))
+    store = SourceStore(GitRepo(repo))
     row = check_task(tdir, store, tmp_path / "ok")
     assert row["status"] == CARRIED and row["carried"] == {"pkg/ops.py": ["SCALE"]}, row
     framework = tdir.load_task().framework
-    assert main([str(tasks), "--repo-path", f"{framework}={repo.path}"]) == 0
+    assert main([str(tasks), "--repo-path", f"{framework}={repo}"]) == 0
     assert "the gold but for the base's carried pkg/ops.py: SCALE" in capsys.readouterr().out
     record = oracle_record(tdir, store, "gold", tmp_path / "oracle")
     [kernel] = [k for k in record["kernels"] if k["name"] == "add_kernel"]

@@ -374,16 +374,10 @@ def test_a_task_now_read_as_another_vendors_is_out_of_scope_when_judged_again(
 
     from eval.__main__ import main as eval_main
     from eval.model import Reference, VariantSummary
-    from tests.gitrepo import TinyRepo
-    from tests.tinyfw import OPS, mine
+    from tests.tinyfw import OPS, mine_ops_fix
 
-    repo = TinyRepo(tmp_path / "fw")
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS)
-    repo.commit("Add the add kernel")
-    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "x + y"))
-    repo.commit("Fix add (#3)")
-    _work, tasks = mine(repo.path, tmp_path)
+    _repo, _work, tasks = mine_ops_fix(tmp_path, OPS, OPS.replace("x + y * 0.0", "x + y"),
+                                       "Fix add (#3)")  # fmt: skip
     [path] = list(tasks.glob("*/task.json"))
     data = json.loads(path.read_text())
     data["requires"] = {

@@ -167,8 +167,7 @@ def test_a_selection_whose_gold_fails_the_first_parametrization_tries_the_next(t
     more without the failed node id and the task verifies on n=100."""
     from curation.taskdir import task_dirs
     from eval.__main__ import main as eval_main
-    from tests.gitrepo import TinyRepo
-    from tests.tinyfw import CONFTEST, GOLD_OPS, OPS, mine
+    from tests.tinyfw import GOLD_OPS, OPS, mine_ops_fix
 
     test = (
         "import pytest\nimport torch\n\nfrom pkg.ops import add\n\n\n"
@@ -177,16 +176,9 @@ def test_a_selection_whose_gold_fails_the_first_parametrization_tries_the_next(t
         "    x = torch.arange(n, dtype=torch.float32)\n"
         "    torch.testing.assert_close(add(x, x), 2 * x)\n"
     )  # fmt: skip
-    repo = TinyRepo(tmp_path / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS)
-    repo.commit("Add the add kernel")
     four = GOLD_OPS.replace("(triton.cdiv(n, 64),)", "(min(triton.cdiv(n, 64), 4),)")
-    repo.write("pkg/ops.py", four)
-    repo.write("tests/test_values.py", test)
-    repo.commit("Fix the sum of the add kernel (#8)")
-    work, tasks = mine(repo.path, tmp_path)
+    _repo, work, tasks = mine_ops_fix(tmp_path, OPS, four, "Fix the sum of the add kernel (#8)",
+                                      {"tests/test_values.py": test})  # fmt: skip
     argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--no-isolated-timing",
             "--timeout", "120", "--runs", "1", "--select-per-test", "1",
             "--triton-cache", str(tmp_path / "cache"), "--out", str(tmp_path / "ref")]  # fmt: skip

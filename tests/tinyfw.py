@@ -79,6 +79,25 @@ def make_task_env(root: Path, extra: dict[str, str] | None = None) -> tuple[Path
     return repo.path, work, tasks
 
 
+def mine_ops_fix(
+    root: Path, base_ops: str, gold_ops: str, title: str, pr_files: dict[str, str] | None = None
+) -> tuple[Path, Path, Path]:
+    """(repository, work dir, tasks dir) of a one-PR tiny framework under `root`: `pkg/ops.py`
+    is `base_ops`, then the PR (`title`, naming its number) makes it `gold_ops` and adds
+    `pr_files`; crawled and curated."""
+    repo = TinyRepo(root / "fw")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", base_ops)
+    repo.commit("Add the add kernel")
+    repo.write("pkg/ops.py", gold_ops)
+    for rel, text in (pr_files or {}).items():
+        repo.write(rel, text)
+    repo.commit(title)
+    work, tasks = mine(repo.path, root)
+    return repo.path, work, tasks
+
+
 def mine(repo: Path, root: Path) -> tuple[Path, Path]:
     """(work dir, tasks dir): the repository at `repo` crawled and curated under `root`."""
     work, tasks = root / "work", root / "tasks"
