@@ -16,8 +16,7 @@ from eval.oracle import oracle_record
 from eval.splice import items_from_prediction, splice_prediction
 from eval.workspace import SourceStore, prepare
 from mining.git import GitRepo
-from tests.gitrepo import TinyRepo
-from tests.tinyfw import CONFTEST, OPS, mine
+from tests.tinyfw import OPS, mine_ops_fix
 
 HELPERS = """import os
 
@@ -50,17 +49,9 @@ def test_scaled():
 @pytest.fixture(scope="module")
 def task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("oracle")
-    repo = TinyRepo(root / "fw")
-    repo.write("conftest.py", CONFTEST)
-    repo.write("pkg/__init__.py", "")
-    repo.write("pkg/ops.py", OPS)
-    repo.commit("Add the add kernel")
-    repo.write("pkg/helpers.py", HELPERS)
-    repo.write("pkg/ops.py", GOLD_OPS)
-    repo.write("tests/test_scaled.py", TEST)
-    repo.commit("Scale x in add (#7)")
-    _work, tasks = mine(repo.path, root)
-    return repo.path, tasks
+    files = {"pkg/helpers.py": HELPERS, "tests/test_scaled.py": TEST}
+    repo, _work, tasks = mine_ops_fix(root, OPS, GOLD_OPS, "Scale x in add (#7)", files)
+    return repo, tasks
 
 
 def test_each_definition_of_a_repeated_target_name_comes_from_its_own_place(
