@@ -270,10 +270,15 @@ def select_node_ids(
         # nor does its choice reach the verdict's runs through the task's autotuning cache
         # (the plugin also keeps kernels declared with cache_results=True from caching it)
         env |= {"TPB_AUTOTUNE": "first", "TRITON_CACHE_AUTOTUNING": "0"}
-    # cut before any test ended (five flash-linear-attention selections of 2026-12-02/03)
-    run = run_cold(backend, task, tdir, Variant.GOLD, run_root / task.task_id / "select",
-                   lambda r: not r.tests, extra_env=env, timeout_s=caps.timeout_s)  # fmt: skip
-    kept = _kept_node_ids(task, run, caps.keep)
+
+    def selection(name: str, extra: dict[str, str]) -> tuple[tuple[str, ...], RunResult]:
+        # cut before any test ended (five flash-linear-attention selections of 2026-12-02/03)
+        run = run_cold(backend, task, tdir, Variant.GOLD, run_root / task.task_id / name,
+                       lambda r: not r.tests, extra_env=env | extra,
+                       timeout_s=caps.timeout_s)  # fmt: skip
+        return _kept_node_ids(task, run, caps.keep), run
+
+    kept, run = selection("select", {})
     # Nothing kept because the gold failed the parametrization the cap took (H200 call 45,
     # 2026-12-06: flash-linear-attention #36dedac3ab, #6bf991d107, #cce7a2fc0b each ran only
     # `test_chunk[...]` with D=300, a size the gold misses its tolerance at, and ended "the
@@ -283,11 +288,8 @@ def select_node_ids(
     failed = [t.nodeid for t in run.tests if t.outcome == "failed"]
     retry = run.failure in (FailureClass.TEST_FAILURE, FailureClass.COMPILE_ERROR)
     if not kept and failed and retry and caps.retry_failed:
-        skip = {"TPB_SELECT_SKIP": "\n".join(failed)}
-        again = run_cold(backend, task, tdir, Variant.GOLD, run_root / task.task_id / "select-skip",
-                         lambda r: not r.tests, extra_env=env | skip,
-                         timeout_s=caps.timeout_s)  # fmt: skip
-        if kept_again := _kept_node_ids(task, again, caps.keep):
+        kept_again, again = selection("select-skip", {"TPB_SELECT_SKIP": "\n".join(failed)})
+        if kept_again:
             return kept_again, again
     return kept, run
 
