@@ -227,6 +227,12 @@ class SelectionCaps:
     retry_failed: bool = True
 
 
+# the retry of a selection whose gold failed the parametrizations the cap took: each test
+# function's next RETRY_PER_TEST times `per_test` of them, those that failed left out
+RETRY_PER_TEST = 3
+RETRIED = "again without them"
+
+
 def run_cold(
     backend: Backend,
     task: Task,
@@ -285,12 +291,23 @@ def select_node_ids(
     # selection run failed"): once more without those node ids, so that each function's next
     # parametrization runs. The gate still keeps only what the gold passes.
     # (a run cut at its limit or crashed is not retried: the second would be cut the same way)
+    # The retry takes each function's next RETRY_PER_TEST parametrizations, not one: the next
+    # one often shares the value the gold fails (H100 call 46, 2026-12-06: all 11 retried
+    # selections failed again, #36dedac3ab's next case still had D=300).
     failed = [t.nodeid for t in run.tests if t.outcome == "failed"]
     retry = run.failure in (FailureClass.TEST_FAILURE, FailureClass.COMPILE_ERROR)
     if not kept and failed and retry and caps.retry_failed:
-        kept_again, again = selection("select-skip", {"TPB_SELECT_SKIP": "\n".join(failed)})
+        wider = {"TPB_SELECT_SKIP": "\n".join(failed),
+                 "TPB_SELECT_PER_TEST": str(max(caps.per_test, 1) * RETRY_PER_TEST)}  # fmt: skip
+        kept_again, again = selection("select-skip", wider)
         if kept_again:
             return kept_again, again
+        # both runs in the record (their tests, kernels and time), the retry's failure last:
+        # the verdict's reason says the selection failed twice and how
+        return kept, replace(
+            again, tests=run.tests + again.tests, kernels=run.kernels + again.kernels,
+            wall_s=run.wall_s + again.wall_s,
+            detail=f"{run.detail.strip()[:70]} | {RETRIED}: {again.detail.strip()}")  # fmt: skip
     return kept, run
 
 

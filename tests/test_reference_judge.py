@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 from curation.model import Hardware, TaskType, Vendor
@@ -219,7 +220,7 @@ def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_w
     nor one in which no test failed."""
     from eval.reference import SelectionCaps, select_node_ids
 
-    def selection(outcomes: dict[str, str], failure: FailureClass):
+    def selection(outcomes: dict[str, str], failure: FailureClass, again_passes: bool = True):
         seen: list[dict] = []
 
         class Backend:
@@ -227,8 +228,12 @@ def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_w
                     timeout_s=None):  # fmt: skip
                 seen.append(dict(extra_env or {}))
                 if "TPB_SELECT_SKIP" in (extra_env or {}):
-                    return run(Variant.GOLD, 0, {"t.py::f[2]": "passed"})
-                return run(Variant.GOLD, 0, outcomes, failure)
+                    if not again_passes:
+                        return replace(run(Variant.GOLD, 0, {"t.py::f[2]": "failed"}, failure),
+                                       detail="D = 300 again")  # fmt: skip
+                    passed = run(Variant.GOLD, 0, {"t.py::f[2]": "passed"})
+                    return replace(passed, tests=(replace(passed.tests[0], launched=("k",)),))
+                return replace(run(Variant.GOLD, 0, outcomes, failure), detail="D = 300")
 
         kernel = SimpleNamespace(name="k", role="kernel")
         fake = SimpleNamespace(framework="x", task_id="t", targets=(kernel,), kernels=(),
@@ -238,8 +243,16 @@ def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_w
         caps = SelectionCaps(per_test=1)
         return select_node_ids(fake, tdir, Backend(), tmp_path, caps), seen  # type: ignore[arg-type]
 
-    _, seen = selection({"t.py::f[1]": "failed"}, FailureClass.TEST_FAILURE)
+    (kept, _), seen = selection({"t.py::f[1]": "failed"}, FailureClass.TEST_FAILURE)
     assert [e.get("TPB_SELECT_SKIP") for e in seen] == [None, "t.py::f[1]"]
+    # the retry takes each function's next three parametrizations (H100 call 46: the next one
+    # alone shared the failing value)
+    assert [e["TPB_SELECT_PER_TEST"] for e in seen] == ["1", "3"] and kept == ("t.py::f[2]",)
+    # failed again: nothing kept, and the record holds both runs and says so
+    (kept, record), seen = selection({"t.py::f[1]": "failed"}, FailureClass.TEST_FAILURE, False)
+    assert kept == () and len(seen) == 2
+    assert [t.nodeid for t in record.tests] == ["t.py::f[1]", "t.py::f[2]"]
+    assert record.detail == "D = 300 | again without them: D = 300 again"
     _, seen = selection({"t.py::f[1]": "failed"}, FailureClass.TIMEOUT)
     assert len(seen) == 1
     _, seen = selection({"t.py::f[1]": "failed"}, FailureClass.CRASH)

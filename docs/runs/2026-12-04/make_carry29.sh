@@ -11,7 +11,7 @@
 # would let run; the call takes the first two (or KEYS="k1 k2").
 # score.txt (since 2026-12-05, sixth session): the verified tasks on the carried keys the gold
 # oracle has not scored, and gold.jsonl, their gold targets (call41.sh scores them beside).
-# Usage (repository root, venv active): [KEYS=...] [WH_IDS=FILE] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
+# Usage (repository root, venv active): [KEYS=...] [WH_IDS=FILE] [WH_ADD=FILE] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
 set -euo pipefail
 state=${1:?usage: make_carry29.sh STATE MIRRORS WHEELHOUSES}; mirrors=${2:?}; wh=${3:?}
 T=$state/tasks; C=.carry/f; work=$(mktemp -d)
@@ -51,6 +51,9 @@ for k in $keys; do grep "^$k " $work/eligible.txt | cut -d' ' -f2 || true; done 
 # WH_IDS (a file, 2026-12-06): the references to run on the carried keys instead, e.g. tasks
 # judged before that call41.sh runs again with FORCE=1 (the selection retry)
 if [ -n "${WH_IDS:-}" ]; then cp "$WH_IDS" $C/wh.txt; fi
+# WH_ADD (a file, 2026-12-06 second session): references to run on the carried keys besides
+# the never-run ones (call 47: the widened selection retry beside key 4.46.2's four)
+if [ -n "${WH_ADD:-}" ]; then cat "$WH_ADD" >> $C/wh.txt; fi
 { find $T -name reference.partial.json | xargs -r -n1 dirname | xargs -r -n1 basename
   # EXTRA (a file, 2026-12-05 sixth session): more tasks to run on the host's packages beside
   # the partials, e.g. a never-run task whose setup state was repaired
