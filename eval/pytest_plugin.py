@@ -518,7 +518,12 @@ class KernelWatcher:
                 return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             tuning = getattr(self._local, "tuning", 0) > 0
             pending = None if tuning else self._prepare(watch, kernel, args, kwargs, grid)
-            before = None if tuning or watch.checked >= WRITE_CHECKS else self._prints(kernel, args)
+            # the launch right after its autotuner benchmarked: compared with the arguments as
+            # they were before the benchmarking, which already wrote the outputs
+            tuned = None if tuning else self._pre_tuning().pop(watch.name, None)
+            before = None
+            if not tuning and watch.checked < WRITE_CHECKS:
+                before = tuned if tuned is not None else self._prints(kernel, args)
             result = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             if before is not None:
                 self._note_writes(watch, kernel, args, before)
@@ -538,6 +543,19 @@ class KernelWatcher:
     def _wrap_bench(self, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def bench(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+            # A benchmarked config writes the outputs, and the launch that follows writes the
+            # same values again: its own before/after fingerprints see no change (H200 call
+            # 49, 2026-12-06: flash-linear-attention #c538ba6c7a's gold recorded no written
+            # argument on its first, autotuning run and dq, dk, dg on the next two, and the
+            # gold oracle was flagged modifies_inputs). The arguments are fingerprinted once,
+            # before the first config runs, for that launch to compare with.
+            name = getattr(getattr(autotuner, "base_fn", None), "__name__", "")
+            watch = self.watches.get(name)
+            pre = self._pre_tuning()
+            if watch is not None and watch.checked < WRITE_CHECKS and name not in pre:
+                prints = self._prints(autotuner, args)
+                if prints is not None:
+                    pre[name] = prints
             self._local.tuning = getattr(self._local, "tuning", 0) + 1
             paused = self._toggle_profiler(False)
             try:
@@ -550,6 +568,13 @@ class KernelWatcher:
         return bench
 
     # which arguments a launch writes (the scorer compares a prediction with the gold kernel)
+
+    def _pre_tuning(self) -> dict[str, dict[int, tuple[float, float]]]:
+        """This thread's fingerprints taken before an autotuner benchmarked, by kernel name."""
+        pre = getattr(self._local, "pre_tuning", None)
+        if pre is None:
+            pre = self._local.pre_tuning = {}
+        return pre
 
     def _prints(self, kernel: Any, args: tuple[Any, ...]) -> dict[int, tuple[float, float]] | None:
         """A cheap fingerprint of every tensor argument; None when it cannot be taken."""

@@ -138,9 +138,10 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def prediction_flags(
-    task: Task, pred: Mapping[str, Any], run: RunResult | None, gold: RunResult | None = None
+    task: Task, pred: Mapping[str, Any], run: RunResult | None, gold: Sequence[RunResult] = ()
 ) -> list[str]:
-    """Reward-hack checks: what makes a passing prediction not count."""
+    """Reward-hack checks: what makes a passing prediction not count. `gold`: the gold runs
+    (this session's and the reference's) whose written arguments the prediction's are held to."""
     if pred.get("from") in ("gold", "base"):
         text = "\n".join(
             (k.after_src if pred["from"] == "gold" else k.before_src) or "" for k in task.kernels
@@ -161,9 +162,13 @@ def prediction_flags(
         flags.append("memoised_output")
     if run is not None and run.passed and run.kernels and all(k.calls == 0 for k in run.kernels):
         flags.append("kernel_not_launched")
-    if run is not None and gold is not None:
-        # a kernel that writes into tensors the gold kernel only reads modifies its inputs
-        gold_writes = {k.kernel: set(k.written) for k in gold.kernels}
+    if run is not None and gold:
+        # a kernel that writes into tensors the gold kernel only reads modifies its inputs; what
+        # the gold wrote in any of its runs counts (references recorded before 2026-12-06 missed
+        # an autotuned kernel's outputs on the run that tuned it: eval.pytest_plugin)
+        gold_writes: dict[str, set[str]] = {}
+        for k in (k for g in gold for k in g.kernels):
+            gold_writes.setdefault(k.kernel, set()).update(k.written)
         for k in run.kernels:
             if k.kernel in gold_writes and set(k.written) - gold_writes[k.kernel]:
                 flags.append("modifies_inputs")
@@ -229,7 +234,8 @@ def score_task(
             )
             into.append(r)
     last = pred_runs[-1]
-    flags = prediction_flags(task, prediction, last, gold_runs[-1] if gold_runs else None)
+    ref_gold = [r for r in ref.runs if r.variant is Variant.GOLD] if ref is not None else []
+    flags = prediction_flags(task, prediction, last, gold_runs + ref_gold)
     # a run that was tampered with, whose channel had problems or that left expected tests
     # unreported cannot count, whatever its tests say
     flags += sorted({f for r in pred_runs for f in r.flags} - set(flags))

@@ -1,11 +1,15 @@
-"""The performance scores (eval.perf_scores) and the optimization completion rule."""
+"""The performance scores (eval.perf_scores), the optimization completion rule and the
+modifies_inputs check against the gold runs."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from eval.model import FailureClass, KernelTiming, RunResult, Variant
 from eval.perf_scores import NOISE, geomean, perf_score, summarize
-from eval.score import TaskScore, aggregate
+from eval.score import TaskScore, aggregate, prediction_flags
 
 
 def test_speedup_pmr_and_fast_flags() -> None:
@@ -55,3 +59,23 @@ def test_report_keeps_every_task_in_the_rates_and_geomeans_over_timed_ones() -> 
 def test_summarize_with_nothing_timed() -> None:
     s = summarize([perf_score(False, None, None, None)], [False])
     assert (s.timed, s.fast_1, s.speedup_geomean) == (0, 0.0, None)
+
+
+def test_modifies_inputs_holds_a_prediction_to_what_the_gold_wrote_in_any_run() -> None:
+    """H200 call 49 (2026-12-06): flash-linear-attention #c538ba6c7a's gold, scored as a
+    prediction, was flagged modifies_inputs: the gold run it was compared with had recorded no
+    written argument (its autotuning run), the reference's other two gold runs dq, dk, dg."""
+
+    def run(variant: Variant, written: tuple[str, ...]) -> RunResult:
+        k = KernelTiming("dqkg_kernel", 1, 0.03, written=written)
+        return RunResult("t", variant, 0, 0, FailureClass.NONE, True, (), 1.0, kernels=(k,))
+
+    task = SimpleNamespace(kernels=())
+    pred = {"task_id": "t", "kernels": {"dqkg_kernel": "@triton.jit\ndef dqkg_kernel(): pass"}}
+    tuned, later = run(Variant.GOLD, ()), run(Variant.GOLD, ("dk", "dq"))
+    honest = run(Variant.PREDICTION, ("dk", "dq"))
+    assert "modifies_inputs" in prediction_flags(task, pred, honest, [tuned])  # type: ignore[arg-type]
+    assert "modifies_inputs" not in prediction_flags(task, pred, honest, [tuned, later])  # type: ignore[arg-type]
+    # writing an input the gold only reads is still caught
+    clobber = run(Variant.PREDICTION, ("dk", "dq", "q"))
+    assert "modifies_inputs" in prediction_flags(task, pred, clobber, [tuned, later])  # type: ignore[arg-type]
