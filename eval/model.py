@@ -167,3 +167,7 @@ class Reference:
     node_ids: tuple[str, ...] = ()  # the tests the runs executed (chosen by the selection run)
     selection: RunResult | None = None  # the gold run that chose them, when one ran
     verification: str = ""  # the gate's status (task.json holds the verdict with its reason)
+    # Triton's autotuning results in the task's trusted cache when the runs ended (path under
+    # it -> its JSON): `eval score` puts them back on the same GPU and Triton, so its gold and
+    # base runs compile the chosen configs instead of tuning them all again (eval.tuning)
+    autotune: dict[str, str] = field(default_factory=dict)

@@ -55,6 +55,7 @@ from eval.model import (
 )
 from eval.pytest_plugin import format_line_ranges
 from eval.sandbox import Interrupted
+from eval.tuning import restore_tuning, tuning_results
 from eval.workload_model import WorkloadResult
 
 log = logging.getLogger(__name__)
@@ -400,6 +401,7 @@ def run_reference(
         node_ids=node_ids,
         selection=selection,
         verification=str(verdict.status),
+        autotune=tuning_results(cache) if cache is not None else {},
     )
     tdir.store(TaskFile.REFERENCE, ref)
     tdir.record_verification(verdict, node_ids, launches_seen(task, results))
@@ -448,30 +450,6 @@ def resumable(tdir: TaskDir) -> PartialReference | None:
     except RecordError as exc:
         log.warning("%s: not resumed, starting over: %s", tdir.id, exc)
         return None
-
-
-TUNING_GLOB = "*.autotune.json"  # Triton's autotuning results (TRITON_CACHE_AUTOTUNING=1)
-
-
-def tuning_results(cache: Path) -> dict[str, str]:
-    """The autotuning results in a task's Triton cache, by their path under it."""
-    if not cache.is_dir():
-        return {}
-    return {str(p.relative_to(cache)): p.read_text(errors="replace")
-            for p in sorted(cache.rglob(TUNING_GLOB)) if p.is_file()}  # fmt: skip
-
-
-def restore_tuning(cache: Path, results: dict[str, str]) -> None:
-    """Put a partial reference's autotuning results back into the task's cache (those it has
-    are kept); a path that would leave the cache is ignored."""
-    root = cache.resolve()
-    for rel, text in results.items():
-        path = (cache / rel).resolve()
-        if not path.is_relative_to(root) or not path.name.endswith(".autotune.json"):
-            continue
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
 
 
 def resume_key(tdir: TaskDir, env: Environment) -> str:

@@ -56,6 +56,7 @@ from eval.perf_scores import PerfScore, perf_score
 from eval.perf_scores import summarize as summarize_perf
 from eval.sandbox import stopping_runs_on_interrupt
 from eval.source_scan import added_lines, forbidden
+from eval.tuning import restore_tuning, same_machine
 from eval.workload_model import WorkloadResult, gold_efficiency
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,13 @@ def score_task(
         variant = Variant.GOLD
     elif pred.get("from") == "base":
         variant = Variant.BASE
+    # the reference's tuning, on the machine it was chosen on, spares the gold and base runs
+    # (and the gold oracle's) tuning every config from a cold cache; a model's kernel, whose
+    # source differs, tunes in its own cache as Triton would
+    cache_of = getattr(backend, "tuning_cache", None)
+    if ref is not None and ref.autotune and cache_of is not None and same_machine(ref.environment):
+        restored = restore_tuning(cache_of(task), ref.autotune)
+        log.info("%s: %d autotuning results of the reference restored", task.task_id, restored)
     pred_runs: list[RunResult] = []
     gold_runs: list[RunResult] = []
     base_runs: list[RunResult] = []

@@ -188,7 +188,9 @@ def test_reselect_collects_the_test_files_not_the_old_node_ids(task_env, tmp_pat
     assert ref.fail_to_pass == ("tests/test_values.py::test_values",) and ref.valid
 
 
-def test_an_interrupted_reference_resumes_from_its_finished_runs(task_env, tmp_path: Path) -> None:
+def test_an_interrupted_reference_resumes_from_its_finished_runs(
+    task_env, tmp_path: Path, monkeypatch
+) -> None:
     """Call 18 on the H200: nine flash-linear-attention tasks (a selection of about 95 s, runs
     of 60-90 s each) were under way when the call's time ran out, and everything they had run
     was lost with the machine. The selection and each finished run are now kept in
@@ -256,6 +258,18 @@ def test_an_interrupted_reference_resumes_from_its_finished_runs(task_env, tmp_p
                                                       ("base", 1)]  # fmt: skip
     assert ref.selection == partial.selection and ref.node_ids == partial.node_ids
     assert not tdir.has(TaskFile.REFERENCE_PARTIAL)  # done: nothing left to resume
+    # the finished reference keeps the tuning, and a score on the same GPU and Triton puts it
+    # back before its first run (the gold oracle scored 3 of 13 cold golds in 175 s, call 49)
+    assert ref.autotune == partial.autotune
+    from eval import score
+
+    pred = {"task_id": fresh.task_id, "from": "gold"}
+    for same, restored in ((False, False), (True, True)):
+        shutil.rmtree(real.tuning_cache(fresh))
+        seen.clear()
+        monkeypatch.setattr(score, "same_machine", lambda env, same=same: same)
+        score.score_task(tdir.load_task(), tdir, pred, Recording(), tmp_path / f"score{same}")  # type: ignore[arg-type]
+        assert seen[0] is restored
 
     # a partial made on another environment (or patches) is not resumed
     other = replace(partial, key="NVIDIA H100; torch 2.4; triton 3.0; packages x")

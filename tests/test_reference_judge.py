@@ -463,7 +463,7 @@ def test_only_a_kept_test_passing_with_the_gold_and_not_at_the_setup_state_keeps
 def test_a_partial_references_tuning_results_stay_inside_the_tasks_cache(tmp_path) -> None:
     """A partial reference comes back from another machine: what it restores goes under the
     task's Triton cache only, as autotuning results only, and never over one already there."""
-    from eval.reference import restore_tuning, tuning_results
+    from eval.tuning import restore_tuning, tuning_results
 
     cache = tmp_path / "cache"
     (cache / "k1").mkdir(parents=True)
@@ -474,6 +474,22 @@ def test_a_partial_references_tuning_results_stay_inside_the_tasks_cache(tmp_pat
     assert not (tmp_path / "escape.autotune.json").exists()
     assert not (cache / "k3").exists()
     assert tuning_results(tmp_path / "none") == {}
+
+
+def test_tuning_results_are_restored_only_on_the_gpu_and_triton_they_were_chosen_on(
+    monkeypatch,
+) -> None:
+    """An H100's choice is not an H200's (Triton's key, sm_90 for both, would take it), nor
+    one of another Triton; on a machine without a GPU nothing is restored."""
+    from eval import tuning
+
+    h200 = replace(ENV, gpu="NVIDIA H200", triton="3.6.0")
+    monkeypatch.setattr(tuning, "this_machine", lambda: ("NVIDIA H200", "3.6.0"))
+    assert tuning.same_machine(h200)
+    assert not tuning.same_machine(replace(h200, gpu="NVIDIA H100 80GB HBM3"))
+    assert not tuning.same_machine(replace(h200, triton="3.5.1"))
+    monkeypatch.setattr(tuning, "this_machine", lambda: ("unavailable", "3.6.0"))
+    assert not tuning.same_machine(replace(h200, gpu="unavailable"))
 
 
 def test_reasons_are_counted_by_kind_without_the_task_type() -> None:

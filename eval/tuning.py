@@ -1,0 +1,72 @@
+"""Triton's autotuning results in a task's cache: collected when a reference ends or pauses,
+put back before a run that would otherwise tune every config again.
+
+A flash-linear-attention kernel's first tuning run takes up to 400 s on the H200, and the gold
+oracle scored 0 of 26 cold golds in 340 s (call 45) and 3 of 13 in 175 s (call 49), while on
+the references' own cache it scored 9 in 80 s (call 44). Triton keys each result by the
+kernel's source, the target and the tuning key, so a result only ever serves the kernel it was
+tuned for; the caller decides whether the machine it was tuned on is close enough
+(`same_machine`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+
+from eval.model import Environment
+
+TUNING_GLOB = "*.autotune.json"  # Triton's autotuning results (TRITON_CACHE_AUTOTUNING=1)
+
+
+def tuning_results(cache: Path) -> dict[str, str]:
+    """The autotuning results in a task's Triton cache, by their path under it."""
+    if not cache.is_dir():
+        return {}
+    return {str(p.relative_to(cache)): p.read_text(errors="replace")
+            for p in sorted(cache.rglob(TUNING_GLOB)) if p.is_file()}  # fmt: skip
+
+
+def restore_tuning(cache: Path, results: Mapping[str, str]) -> int:
+    """Put autotuning results back into a task's cache (those it has are kept); a path that
+    would leave the cache, or that is not a tuning result, is ignored. How many were written."""
+    root = cache.resolve()
+    written = 0
+    for rel, text in results.items():
+        path = (cache / rel).resolve()
+        if not path.is_relative_to(root) or not path.name.endswith(".autotune.json"):
+            continue
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            written += 1
+    return written
+
+
+@functools.cache
+def this_machine() -> tuple[str, str]:
+    """(GPU name, Triton version) of this process: what a tuning result was chosen on."""
+    gpu = triton_v = "unavailable"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            gpu = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    try:
+        import triton
+
+        triton_v = triton.__version__
+    except ImportError:
+        pass
+    return gpu, triton_v
+
+
+def same_machine(env: Environment) -> bool:
+    """Whether results tuned where `env` was recorded hold here: the same GPU model and Triton
+    (an H100's choice is not restored on an H200, though Triton's key, sm_90 for both, would
+    take it)."""
+    gpu, triton_v = this_machine()
+    return gpu != "unavailable" and (env.gpu, env.triton) == (gpu, triton_v)
