@@ -44,6 +44,7 @@ from eval.gate import (
     hardware_gap,
     target_modules,
 )
+from eval.machine import gpu_stack
 from eval.model import (
     Environment,
     FailureClass,
@@ -64,22 +65,8 @@ log = logging.getLogger(__name__)
 def environment(python: str | None = None) -> Environment:
     """GPU, driver, CUDA, torch and triton of this process's machine; the package set of
     `python` (the tests' interpreter, a task's virtual environment) when given."""
-    gpu = driver = cuda = torch_v = triton_v = "unavailable"
-    try:
-        import torch
-
-        torch_v = torch.__version__
-        cuda = str(torch.version.cuda)
-        if torch.cuda.is_available():
-            gpu = torch.cuda.get_device_name(0)
-    except ImportError:
-        pass
-    try:
-        import triton
-
-        triton_v = triton.__version__
-    except ImportError:
-        pass
+    gpu, cuda, torch_v, triton_v = gpu_stack()
+    driver = "unavailable"
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],

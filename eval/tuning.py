@@ -11,10 +11,10 @@ tuned for; the caller decides whether the machine it was tuned on is close enoug
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from pathlib import Path
 
+from eval.machine import gpu_stack
 from eval.model import Environment
 
 TUNING_GLOB = "*.autotune.json"  # Triton's autotuning results (TRITON_CACHE_AUTOTUNING=1)
@@ -44,24 +44,10 @@ def restore_tuning(cache: Path, results: Mapping[str, str]) -> int:
     return written
 
 
-@functools.cache
 def this_machine() -> tuple[str, str]:
     """(GPU name, Triton version) of this process: what a tuning result was chosen on."""
-    gpu = triton_v = "unavailable"
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            gpu = torch.cuda.get_device_name(0)
-    except ImportError:
-        pass
-    try:
-        import triton
-
-        triton_v = triton.__version__
-    except ImportError:
-        pass
-    return gpu, triton_v
+    stack = gpu_stack()
+    return stack.gpu, stack.triton
 
 
 def same_machine(env: Environment) -> bool:
