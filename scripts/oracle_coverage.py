@@ -11,8 +11,9 @@ told by the name of its log or run folder (`legacy_oracle`: the names the GPU ca
 2026-12-02/03 used). The verified tasks are those of `--tasks`.
 Prints: per repository, the verified tasks, how many the gold was scored on and completed, how
 many the setup state was scored on and completed (0 is the benchmark's promise), then the
-tasks that break a promise; with `--unscored`, only the ids of the verified tasks without that
-score (a task file for the next GPU call).
+tasks that break a promise, and how many verified tasks' gold got a PMR within 1 +- 0.03;
+with `--unscored`, only the ids of the verified tasks without that score (a task file for the
+next GPU call).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ORACLES = ("gold", "setup")
 # the run folders of 2026-12-02/03 whose names do not say "gold" or "setup"
 LEGACY_RUNS = {"sg": "gold", "sg2": "gold", "fg": "gold", "lg": "gold",
                "ss": "setup", "fs": "setup", "ls": "setup"}  # fmt: skip
+PMR_BAND = 0.03  # the gold as a prediction: PMR 1.0 +- 0.03 (issue 10)
 TABLE_ROW = re.compile(r"^\| ([\w.-]+__[\w.-]+) \| (yes|no) \| (\w+) \|", re.M)
 
 
@@ -47,9 +49,10 @@ def legacy_oracle(path: Path) -> str | None:
     return LEGACY_RUNS.get(name)
 
 
-def results(root: Path) -> list[tuple[str, str, bool]]:
-    """(task id, oracle, completed) of every oracle score under `root`."""
-    found = []
+def results(root: Path) -> list[tuple[str, str, bool, float | None]]:
+    """(task id, oracle, completed, PMR) of every oracle score under `root` (the PMR of a
+    results.jsonl row; None from a markdown table)."""
+    found: list[tuple[str, str, bool, float | None]] = []
     for f in sorted(p for p in root.rglob("*") if p.is_file()):
         if f.name == "results.jsonl" or f.name.endswith("_results.jsonl"):
             for line in f.read_text(errors="replace").splitlines():
@@ -59,13 +62,14 @@ def results(root: Path) -> list[tuple[str, str, bool]]:
                     continue
                 oracle = row.get("oracle") or legacy_oracle(f)
                 if oracle in ORACLES and row.get("has_prediction"):
-                    found.append((row["task_id"], oracle, bool(row.get("passed"))))
+                    pmr = row.get("pmr") if isinstance(row.get("pmr"), int | float) else None
+                    found.append((row["task_id"], oracle, bool(row.get("passed")), pmr))
         elif f.suffix in (".md", ".log"):
             text = f.read_text(errors="replace")
             oracle = legacy_oracle(f)
             if oracle is None or "| task | passed |" not in text:
                 continue
-            found += [(m[1], oracle, m[2] == "yes") for m in TABLE_ROW.finditer(text)
+            found += [(m[1], oracle, m[2] == "yes", None) for m in TABLE_ROW.finditer(text)
                       if m[3] != "no_prediction"]  # fmt: skip
     return found
 
@@ -79,10 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     verified = sorted(t.id for t in task_dirs(args.tasks)
                       if t.load_task().verification.status == "verified")  # fmt: skip
     seen: dict[tuple[str, str], set[bool]] = defaultdict(set)
+    pmrs: dict[str, list[float]] = defaultdict(list)  # the gold's, by task
     with tempfile.TemporaryDirectory(prefix="tpb-coverage-") as tmp:
         for root in unpacked_roots(args.runs, Path(tmp)):
-            for task_id, oracle, completed in results(root):
+            for task_id, oracle, completed, pmr in results(root):
                 seen[task_id, oracle].add(completed)
+                if oracle == "gold" and pmr is not None:
+                    pmrs[task_id].append(pmr)
     if args.unscored:
         print("\n".join(t for t in verified if (t, args.unscored) not in seen))
         return 0
@@ -100,6 +107,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gold scored and never completed: {t}")
         if True in seen.get((t, "setup"), ()):
             print(f"setup state completed: {t}")
+    # issue 10: the gold scored as a prediction gets PMR 1 +- PMR_BAND (a task counts when one
+    # of its scores does; a score beside other GPU work can fall outside, docs/verification.md)
+    timed = [t for t in verified if pmrs.get(t)]
+    near = [t for t in timed if any(abs(x - 1) <= PMR_BAND for x in pmrs[t])]
+    print(f"gold PMR within 1 +- {PMR_BAND}: {len(near)} of the {len(timed)} verified tasks "
+          f"with a PMR in a results.jsonl row")  # fmt: skip
+    for t in timed:
+        if t not in near:
+            print(f"gold PMR outside: {t} ({', '.join(f'{x:.3f}' for x in pmrs[t])})")
     return 0
 
 

@@ -57,6 +57,21 @@ def test_each_check_is_counted_from_where_the_calls_left_it(tmp_path: Path, caps
     assert f"setup state completed: {tid}" in capsys.readouterr().out
     assert coverage([str(runs), "--tasks", str(tasks), "--unscored", "setup"]) == 0
     assert capsys.readouterr().out.strip() == ""
+    # the gold's PMR (issue 10: 1 +- 0.03): one score within the band is enough, and a task
+    # whose every score falls outside is named with them
+    (runs / "sgold").mkdir()
+    row = {"task_id": tid, "has_prediction": True, "passed": True, "oracle": "gold", "pmr": 0.52}
+    (runs / "sgold" / "results.jsonl").write_text(json.dumps(row) + "\n")
+    assert coverage([str(runs), "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert "gold PMR within 1 +- 0.03: 0 of the 1 verified" in out
+    assert f"gold PMR outside: {tid} (0.520)" in out
+    (runs / "sgold" / "results.jsonl").write_text(
+        json.dumps(row) + "\n" + json.dumps(row | {"pmr": 0.99}) + "\n"
+    )
+    assert coverage([str(runs), "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert "gold PMR within 1 +- 0.03: 1 of the 1 verified" in out and "outside" not in out
 
 
 def test_legacy_names() -> None:
