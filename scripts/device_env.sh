@@ -26,7 +26,7 @@ new_gold() {
     --out /tmp/new_gold$tag.jsonl
   timeout -k 20 -s INT $(( $2 - 20 )) python3 -m eval score /tmp/new_gold$tag.jsonl --tasks $T \
     --task-file /tmp/new_verified$tag.txt $R --wheelhouse $C/wh --out /tmp/sgold_new$tag \
-    --jobs $3 --timeout 300 --scratch /tmp/scn$tag --triton-cache /tmp/tcr \
+    --jobs $3 --runs ${SCORE_RUNS:-1} --timeout 300 --scratch /tmp/scn$tag --triton-cache /tmp/tcr \
     > $O/score_gold_new$tag.log 2>&1
   echo "new gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold_new$tag.log
 }

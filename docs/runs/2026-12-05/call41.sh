@@ -11,7 +11,8 @@
 # of what they verified is scored before END.
 # Since the sixth session the carry may hold score.txt and gold.jsonl: the gold oracle on the
 # verified tasks of its keys, GOLD_JOBS streams beside the references (wh.txt may be empty).
-# Usage (move release/ aside first, docs/runs/2026-12-06/next_calls.md): [CARRY=.carry/f] [FORCE=1] [JOBS=14] [N0_JOBS=2] [GOLD_JOBS=4] call41.sh [END seconds, default 540] [REF_END, default END-100]
+# SCORE_RUNS (2026-12-06, second session): runs per gold score, alternating (the PMR's median; docs/verification.md)
+# Usage (move release/ aside first, docs/runs/2026-12-06/next_calls.md): [CARRY=.carry/f] [FORCE=1] [JOBS=14] [N0_JOBS=2] [GOLD_JOBS=4] [SCORE_RUNS=1] call41.sh [END seconds, default 540] [REF_END, default END-100]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=${CARRY:-.carry/f}; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct && T=/tmp/ct/tasks
@@ -35,7 +36,7 @@ fi
 # make_carry29.sh since the sixth session), GOLD_JOBS at once, until REF_END
 if [ -s $C/score.txt ] && [ ${GOLD_JOBS:-4} -gt 0 ]; then
   ( timeout -k 30 -s INT $REF_END python3 -m eval score $C/gold.jsonl --tasks $T --task-file $C/score.txt \
-      $R --wheelhouse $C/wh --out /tmp/sgold --jobs ${GOLD_JOBS:-4} --timeout 300 --scratch /tmp/scg \
+      $R --wheelhouse $C/wh --out /tmp/sgold --jobs ${GOLD_JOBS:-4} --runs ${SCORE_RUNS:-1} --timeout 300 --scratch /tmp/scg \
       --triton-cache /tmp/tcg > $O/score_gold.log 2>&1
     echo "gold rc $? after $(( $(date +%s) - S )) s" >> $O/score_gold.log ) &
 fi
