@@ -384,6 +384,12 @@ class _KernelWatch:
         }
 
 
+def _identities(args: tuple[Any, ...]) -> tuple[int, ...]:
+    """Which objects a launch was given: a fingerprint taken before tuning serves only the
+    launch of the same tensors."""
+    return tuple(id(a) for a in args)
+
+
 def _tuning_starts(original: Callable[..., Any]) -> Callable[..., Any]:
     """Autotuner.run: a new tuning finds no config yet (see `_first_config_only`)."""
 
@@ -521,9 +527,11 @@ class KernelWatcher:
             # the launch right after its autotuner benchmarked: compared with the arguments as
             # they were before the benchmarking, which already wrote the outputs
             tuned = None if tuning else self._pre_tuning().pop(watch.name, None)
+            if tuned is not None and tuned[0] != _identities(args):
+                tuned = None  # taken for other tensors (a tuned launch that raised): stale
             before = None
             if not tuning and watch.checked < WRITE_CHECKS:
-                before = tuned if tuned is not None else self._prints(kernel, args)
+                before = tuned[1] if tuned is not None else self._prints(kernel, args)
             result = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             if before is not None:
                 self._note_writes(watch, kernel, args, before)
@@ -555,7 +563,7 @@ class KernelWatcher:
             if watch is not None and watch.checked < WRITE_CHECKS and name not in pre:
                 prints = self._prints(autotuner, args)
                 if prints is not None:
-                    pre[name] = prints
+                    pre[name] = (_identities(args), prints)
             self._local.tuning = getattr(self._local, "tuning", 0) + 1
             paused = self._toggle_profiler(False)
             try:
@@ -569,8 +577,9 @@ class KernelWatcher:
 
     # which arguments a launch writes (the scorer compares a prediction with the gold kernel)
 
-    def _pre_tuning(self) -> dict[str, dict[int, tuple[float, float]]]:
-        """This thread's fingerprints taken before an autotuner benchmarked, by kernel name."""
+    def _pre_tuning(self) -> dict[str, tuple[tuple[int, ...], dict[int, tuple[float, float]]]]:
+        """This thread's fingerprints taken before an autotuner benchmarked, by kernel name,
+        with the identities of the arguments they were taken of."""
         pre = getattr(self._local, "pre_tuning", None)
         if pre is None:
             pre = self._local.pre_tuning = {}

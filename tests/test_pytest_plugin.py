@@ -532,3 +532,32 @@ def test_a_functions_parametrizations_with_the_prs_new_values_go_first(
     # a change in the function's body (line 11) says nothing about its cases: collection order
     kept, _ = cap_items(items, 1, 4, (), {path: ((11, 11),)})
     assert [i.nodeid for i in kept] == [f"{path}::test_geglu[float32]"]
+
+
+def test_an_autotuned_launch_is_compared_with_its_own_arguments_before_tuning() -> None:
+    """The benchmarked configs write the outputs before the real launch writes the same values:
+    the launch is compared with the fingerprint taken before the benchmarking (H200 call 49),
+    and only when it gets the same tensors (a fingerprint left by a tuned launch that raised is
+    stale for the next launch of other tensors)."""
+    from types import SimpleNamespace
+
+    from eval.pytest_plugin import KernelWatcher
+
+    watcher = KernelWatcher(WatchConfig(("k",), None, 4, isolated=False, profile=False))
+    tuner = SimpleNamespace(base_fn=SimpleNamespace(__name__="k"))
+    kernel = SimpleNamespace(fn=SimpleNamespace(__name__="k"), arg_names=["x", "out"])
+
+    def write(_kernel: Any, *args: Any, **_kw: Any) -> None:
+        args[1].fill_(1.0)  # what every config and the launch write into `out`
+
+    bench = watcher._wrap_bench(lambda _tuner, *args, **kw: write(None, *args))
+    run = watcher._wrap_run(write)
+    x, out = torch.zeros(4), torch.zeros(4)
+    bench(tuner, x, out)  # a config benchmarked: `out` already holds the result
+    run(kernel, x, out, grid=(1,), warmup=False)
+    assert watcher.watches["k"].written == {"out"}
+    # a stale fingerprint (taken of other tensors) is not used: this launch changed nothing
+    watcher.watches["k"].written.clear()
+    bench(tuner, torch.zeros(4), torch.zeros(4))
+    run(kernel, x, out, grid=(1,), warmup=False)
+    assert watcher.watches["k"].written == set()
