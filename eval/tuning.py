@@ -17,7 +17,8 @@ from pathlib import Path
 from eval.machine import gpu_stack
 from eval.model import Environment
 
-TUNING_GLOB = "*.autotune.json"  # Triton's autotuning results (TRITON_CACHE_AUTOTUNING=1)
+TUNING_SUFFIX = ".autotune.json"  # Triton's autotuning results (TRITON_CACHE_AUTOTUNING=1)
+TUNING_GLOB = f"*{TUNING_SUFFIX}"
 
 
 def tuning_results(cache: Path) -> dict[str, str]:
@@ -35,7 +36,7 @@ def restore_tuning(cache: Path, results: Mapping[str, str]) -> int:
     written = 0
     for rel, text in results.items():
         path = (cache / rel).resolve()
-        if not path.is_relative_to(root) or not path.name.endswith(".autotune.json"):
+        if not path.is_relative_to(root) or not path.name.endswith(TUNING_SUFFIX):
             continue
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,15 +45,9 @@ def restore_tuning(cache: Path, results: Mapping[str, str]) -> int:
     return written
 
 
-def this_machine() -> tuple[str, str]:
-    """(GPU name, Triton version) of this process: what a tuning result was chosen on."""
-    stack = gpu_stack()
-    return stack.gpu, stack.triton
-
-
 def same_machine(env: Environment) -> bool:
     """Whether results tuned where `env` was recorded hold here: the same GPU model and Triton
     (an H100's choice is not restored on an H200, though Triton's key, sm_90 for both, would
     take it)."""
-    gpu, triton_v = this_machine()
-    return gpu != "unavailable" and (env.gpu, env.triton) == (gpu, triton_v)
+    here = gpu_stack()
+    return here.gpu != "unavailable" and (env.gpu, env.triton) == (here.gpu, here.triton)

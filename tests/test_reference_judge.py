@@ -482,13 +482,18 @@ def test_tuning_results_are_restored_only_on_the_gpu_and_triton_they_were_chosen
     """An H100's choice is not an H200's (Triton's key, sm_90 for both, would take it), nor
     one of another Triton; on a machine without a GPU nothing is restored."""
     from eval import tuning
+    from eval.machine import GpuStack
 
     h200 = replace(ENV, gpu="NVIDIA H200", triton="3.6.0")
-    monkeypatch.setattr(tuning, "this_machine", lambda: ("NVIDIA H200", "3.6.0"))
+    monkeypatch.setattr(
+        tuning, "gpu_stack", lambda: GpuStack("NVIDIA H200", "13.0", "2.11", "3.6.0")
+    )
     assert tuning.same_machine(h200)
     assert not tuning.same_machine(replace(h200, gpu="NVIDIA H100 80GB HBM3"))
     assert not tuning.same_machine(replace(h200, triton="3.5.1"))
-    monkeypatch.setattr(tuning, "this_machine", lambda: ("unavailable", "3.6.0"))
+    monkeypatch.setattr(
+        tuning, "gpu_stack", lambda: GpuStack("unavailable", "13.0", "2.11", "3.6.0")
+    )
     assert not tuning.same_machine(replace(h200, gpu="unavailable"))
 
 
