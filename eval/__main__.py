@@ -338,8 +338,11 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         for sha in bases:
             tree = Path(tmp) / sha
             wanted = [*args.path, *sorted(touched[sha] - set(args.path))] if args.path else []
-            present = [p for p in wanted if p in top_level(src, sha)]
-            if args.path and not present:
+            tops = top_level(src, sha)
+            present = [p for p in wanted if p in tops]
+            # a base before the package (flash-linear-attention #1c5de1e816's PR adds all of
+            # `fla` to a tree of a README) is bundled whole: what the patches add is not there
+            if args.path and not present and not (touched[sha] - tops):
                 raise EvalError(f"none of {args.path} exists at {sha[:12]}")
             # only the paths asked for are read; files whose blobs a partial clone lacks (large
             # assets) are left out and named

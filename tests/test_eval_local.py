@@ -580,3 +580,27 @@ def test_a_command_after_an_interrupted_one_runs_again(task_env, tmp_path: Path)
     assert eval_main(["rejudge", "--tasks", str(tasks)]) in (0, 1)
     assert signal.getsignal(signal.SIGTERM) is handler
     assert run() == b"ok"
+
+
+def test_a_bundle_of_a_base_before_the_package_holds_that_base(tmp_path: Path) -> None:
+    # flash-linear-attention #1c5de1e816 (2026-12-06): the PR adds all of `fla` to a tree that
+    # holds a README; `bundle --path fla --path tests` stopped on "none of ... exists"
+    from mining.git import GitRepo as Repo
+    from tests.gitrepo import TinyRepo
+    from tests.tinyfw import CONFTEST, OPS, TEST_VALUES, mine
+
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("README.md", "# fw\n")
+    repo.commit("Initial commit")
+    repo.write("conftest.py", CONFTEST)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", OPS.replace("x + y * 0.0", "x + y"))
+    repo.write("tests/test_values.py", TEST_VALUES)
+    repo.commit("Add the add kernel (#3)")
+    _work, tasks = mine(repo.path, tmp_path)
+    task = only_task(tasks).load_task()
+    out = tmp_path / "bundle.git"
+    argv = ["bundle", "--tasks", str(tasks), "--repo-path", str(repo.path), "--out", str(out),
+            "--path", "pkg", "--path", "tests"]  # fmt: skip
+    assert eval_main(argv) == 0
+    assert set(Repo(out).list_tree(f"refs/bases/{task.base_commit}")) == {"README.md"}

@@ -150,6 +150,29 @@ def test_gate_names_the_missing_package_and_a_gold_that_fails() -> None:
     assert verdict.reason == (
         "the framework's own code does not import at this commit: fla lacks fla.ops.comba.cumsum"
     )
+    # ... but when other tests of the collected directory ran, one module's import of a name
+    # its commit lacks is that module's gap, not the verdict (#41f4eed82f on the H200,
+    # 2026-12-06: the tests that ran failed to compile)
+    gap = TestOutcome("tests/ops/test_retention.py", "error", 0.1,
+                      "ImportError: cannot import name 'naive_retention' from "
+                      "'fla.ops.triton.retention' (/x/fla/ops/triton/retention.py)")  # fmt: skip
+    ran = TestOutcome("tests/ops/test_abc.py::test_chunk[64]", "failed", 0.1, "CompilationError")
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.COMPILE_ERROR, False, (gap, ran), 1.0,
+                    detail="E   triton.compiler.errors.CompilationError: at 23:26:")  # fmt: skip
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
+    assert verdict.reason == (
+        "the selection run failed (compile_error): E   triton.compiler.errors.CompilationError: "
+        "at 23:26: (besides, fla lacks fla.ops.triton.retention.naive_retention)"
+    )
+    sel = replace(sel, failure=FailureClass.NONE, tests=(gap, replace(ran, outcome="passed")))
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
+    assert verdict.reason == (
+        "no test launches a target kernel "
+        "(besides, fla lacks fla.ops.triton.retention.naive_retention)"
+    )
+    # the module that errors is the only one: its gap is the verdict
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=replace(sel, tests=(gap,)))
+    assert verdict.reason.startswith("the framework's own code does not import at this commit")
 
 
 def test_hardware_gap() -> None:
