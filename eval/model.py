@@ -62,6 +62,8 @@ class KernelTiming:
     total_ms: float  # their summed GPU time
     isolated_ms: float | None = None  # median of do_bench-style reruns on the captured launch
     isolated_spread: float | None = None  # (p75 - p25) / median of those reruns
+    # other processes on the GPU just before or after those reruns (NVML; None: not known)
+    isolated_company: int | None = None
     shapes: str = ""  # the captured launch: shapes, dtypes and constexprs
     written: tuple[str, ...] = ()  # tensor arguments whose contents a launch changed
     nodes: tuple[str, ...] = ()  # the test node ids that launched it

@@ -341,6 +341,7 @@ def timings_from_report(data: Mapping[str, Any]) -> dict[str, KernelTiming]:
             total_ms=float(k.get("total_ms") or 0.0),
             isolated_ms=k.get("isolated_ms"),
             isolated_spread=k.get("isolated_spread"),
+            isolated_company=k.get("isolated_company"),
             shapes=k.get("shapes") or "",
             written=tuple(k.get("written") or ()),
             nodes=tuple(k.get("launched_by") or ()),
@@ -363,6 +364,7 @@ class _KernelWatch:
     written: set[str] = field(default_factory=set)  # tensor arguments a launch changed
     checked: int = 0  # launches whose arguments were fingerprinted
     nodes: set[str] = field(default_factory=set)  # test node ids that launched it
+    company: int | None = None  # other processes on the GPU around its isolated timing (NVML)
 
     def to_dict(self) -> dict[str, Any]:
         calls, total = self.profiled if self.profiled is not None else (self.seen, None)
@@ -376,6 +378,7 @@ class _KernelWatch:
             "isolated_ms": self.isolated.median_ms if self.isolated else None,
             "isolated_spread": self.isolated.spread if self.isolated else None,
             "isolated_reps": self.isolated.reps if self.isolated else None,
+            "isolated_company": self.company,
             "launches": self.captures.records(),
             "shapes": big.summary if big else "",
             "written": sorted(self.written),
@@ -735,7 +738,10 @@ class KernelWatcher:
                     continue
                 self._paused = True
                 with self.torch.cuda.device(device):
+                    before = timing.company_now()
                     watch.isolated = timing.bench(replay.launch, n_inputs=2)
+                    counts = [c for c in (before, timing.company_now()) if c is not None]
+                    watch.company = max(counts) if counts else None
             except Exception as exc:
                 self.note(f"{watch.name}: isolated timing failed ({exc!r})")
             finally:

@@ -105,6 +105,10 @@ class TaskScore:
     # "gold" / "setup" when the prediction is an `eval oracle` record (the benchmark's own
     # check: the gold completes every verified task, the setup state none); "" for a model's
     oracle: str = ""
+    # the most other processes NVML saw on the GPU around the isolated timings of the
+    # prediction's and the gold's runs (None: not known, or nothing timed); a PMR timed beside
+    # others measures their load as well (`eval.timing.gpu_company`)
+    timed_beside: int | None = None
 
 
 @dataclass
@@ -126,6 +130,7 @@ class Report:
     pmr_geomean: float | None = None  # T_gold/T_pred over the same
     timed: int = 0  # how many those are
     efficiency_mean: float | None = None  # over the tasks timed on a workload
+    timed_beside: int = 0  # tasks whose timings had other processes on the GPU (TaskScore's)
 
 
 def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
@@ -270,6 +275,8 @@ def score_task(
         t_base, t_gold, t_pred = wl.base_total_ms, wl.gold_total_ms, wl.prediction_total_ms
         flags += workload_flags(wl)
         efficiency = prediction_efficiency(wl)
+    company = [k.isolated_company for r in (*pred_runs, *gold_runs) for k in r.kernels
+               if k.isolated_company is not None]  # fmt: skip
     perf = perf_score(exec_ok and not flags, t_base, t_gold, t_pred)
     passed = exec_ok and not flags and (perf.gain_met if optimization else True)
     return TaskScore(
@@ -296,6 +303,7 @@ def score_task(
         workload=wl is not None,
         efficiency=efficiency,
         oracle=str(pred.get("oracle") or ""),
+        timed_beside=max(company) if company and wl is None else None,  # a workload's: not known
     )
 
 
@@ -445,6 +453,7 @@ def aggregate(scores: Sequence[TaskScore]) -> Report:
         ),
         flagged=sum(bool(s.flags) for s in scores),
         failures=failures,
+        timed_beside=sum(bool(s.timed_beside) for s in scores),
         fast_1=perf.fast_1,
         fast_gold=perf.fast_gold,
         speedup_geomean=perf.speedup_geomean,
@@ -558,6 +567,8 @@ def render_markdown(scores: Sequence[TaskScore], report: Report) -> str:
         f"- efficiency (fraction of the GPU's measured peak on the workload, mean): "
         f"{f(report.efficiency_mean)}",
         f"- flagged (not credited): {report.flagged}; failures: {report.failures}",
+        f"- timed beside other processes on the GPU (their PMR measures that load too): "
+        f"{report.timed_beside}",
         "",
         "| task | passed | failure | flags | T_gold ms | T_pred ms | PMR | e2e base s | "
         "e2e pred s | speedup |",

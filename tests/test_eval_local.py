@@ -604,3 +604,43 @@ def test_a_bundle_of_a_base_before_the_package_holds_that_base(tmp_path: Path) -
             "--path", "pkg", "--path", "tests"]  # fmt: skip
     assert eval_main(argv) == 0
     assert set(Repo(out).list_tree(f"refs/bases/{task.base_commit}")) == {"README.md"}
+
+
+def test_a_score_says_when_its_timings_had_company_on_the_gpu(task_env, tmp_path: Path) -> None:
+    # on the H200 (2026-12-06, call 51) two gold runs of one task, timed while ten references
+    # ran beside them, differed 1.74x: a score names the most other processes NVML saw around
+    # its timings (the CPU has no NVML: the real runs' kernels get the counts a GPU would give)
+    from eval import score
+    from eval.model import KernelTiming
+
+    repo, _work, tasks = task_env
+    tdir = _copy_tasks(tasks, tmp_path / "tasks")
+    real = backend(repo, tmp_path)
+
+    class Crowded:
+        def __init__(self, counts: dict[str, int | None]):
+            self.counts = counts
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def run(self, task, tdir, variant, run_dir, i, *args, **kwargs):
+            r = real.run(task, tdir, variant, run_dir, i, *args, **kwargs)
+            timing = KernelTiming("add_kernel", 1, 0.01, isolated_ms=0.01,
+                                  isolated_company=self.counts[run_dir.name])  # fmt: skip
+            return replace(r, kernels=(timing,))
+
+    pred = {"task_id": tdir.id, "from": "gold"}
+    scores = []
+    for name, counts in (("alone", {"pred-0": 0, "gold-0": 0}),
+                         ("beside", {"pred-0": 0, "gold-0": 3}),
+                         ("unknown", {"pred-0": None, "gold-0": None})):  # fmt: skip
+        s = score.score_task(tdir.load_task(), tdir, pred, Crowded(counts), tmp_path / name)  # type: ignore[arg-type]
+        assert s.passed, s.detail
+        scores.append(s)
+    assert [s.timed_beside for s in scores] == [0, 3, None]
+    report = score.aggregate(scores)
+    assert report.timed_beside == 1
+    assert "- timed beside other processes on the GPU (their PMR measures that load too): 1" in (
+        score.render_markdown(scores, report)
+    )

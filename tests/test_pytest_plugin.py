@@ -200,6 +200,7 @@ def test_plain_kernel_launches_are_captured(interpreted: tuple[Path, dict[str, A
     assert k["launched"] is True
     assert k["seen"] == k["calls"] == 4
     assert k["total_ms"] is None and k["isolated_ms"] is None and k["isolated_spread"] is None
+    assert k["isolated_company"] is None  # nothing timed, nobody counted
     # three distinct shapes, TPB_CAPTURE_MAX=2: the two largest are kept, largest first
     assert [launch["args"][0]["shape"] for launch in k["launches"]] == [[1000], [100]]
     big = k["launches"][0]
@@ -332,6 +333,7 @@ def test_compiled_kernels_are_profiled_and_timed(tmp_path: Path) -> None:
         assert k["calls"] == seen, (k, report["notes"])
         assert k["total_ms"] > 0
         assert k["isolated_ms"] > 0 and k["isolated_spread"] >= 0
+        assert k["isolated_company"] is None or k["isolated_company"] >= 0
         assert k["launches"][0]["args"][0]["device"].startswith("cuda")
     assert report["kernels"]["never_kernel"]["launched"] is False
 

@@ -106,3 +106,16 @@ def test_host_overhead_between_small_kernels_is_not_timed() -> None:
     slow = bench(fn, rep_ms=20, backlog=False).median_ms
     fast = bench(fn, rep_ms=20).median_ms
     assert slow > 3.0 and fast < slow / 4
+
+
+def test_gpu_company_counts_the_other_processes_nvml_lists() -> None:
+    from eval.timing import gpu_company
+
+    # what torch.cuda.list_gpu_processes prints (torch 2.11): a header, then one line a process
+    listing = "GPU:0\nprocess     812307 uses     1234.000 MB GPU memory\n" \
+              "process     812411 uses      530.000 MB GPU memory\n"  # fmt: skip
+    assert gpu_company(listing) == 1
+    assert gpu_company("GPU:0\nprocess     812307 uses     1234.000 MB GPU memory") == 0
+    # NVML that lists no process, not even the caller (a container), or no pynvml: not known
+    assert gpu_company("GPU:0\nno processes are running") is None
+    assert gpu_company("pynvml module not found, please install pynvml") is None
