@@ -52,10 +52,14 @@ def legacy_oracle(path: Path) -> str | None:
     return LEGACY_RUNS.get(name)
 
 
-def results(root: Path) -> list[tuple[str, str, bool, float | None]]:
-    """(task id, oracle, completed, PMR) of every oracle score under `root` (the PMR of a
-    results.jsonl row; None from a markdown table)."""
-    found: list[tuple[str, str, bool, float | None]] = []
+Found = tuple[str, str, bool, float | None, int | None]
+
+
+def results(root: Path) -> list[Found]:
+    """(task id, oracle, completed, PMR, timed beside) of every oracle score under `root` (the
+    PMR of a results.jsonl row, None from a markdown table; how many other processes NVML saw on
+    the GPU around its timings, None where the row does not say: rows before 2026-12-06)."""
+    found: list[Found] = []
     for f in sorted(p for p in root.rglob("*") if p.is_file()):
         if f.name == "results.jsonl" or f.name.endswith("_results.jsonl"):
             for line in f.read_text(errors="replace").splitlines():
@@ -66,13 +70,15 @@ def results(root: Path) -> list[tuple[str, str, bool, float | None]]:
                 oracle = row.get("oracle") or legacy_oracle(f)
                 if oracle in ORACLES and row.get("has_prediction"):
                     pmr = row.get("pmr") if isinstance(row.get("pmr"), int | float) else None
-                    found.append((row["task_id"], oracle, bool(row.get("passed")), pmr))
+                    beside = row.get("timed_beside")
+                    beside = beside if isinstance(beside, int) else None
+                    found.append((row["task_id"], oracle, bool(row.get("passed")), pmr, beside))
         elif f.suffix in (".md", ".log"):
             text = f.read_text(errors="replace")
             oracle = legacy_oracle(f)
             if oracle is None or "| task | passed |" not in text:
                 continue
-            found += [(m[1], oracle, m[2] == "yes", None) for m in TABLE_ROW.finditer(text)
+            found += [(m[1], oracle, m[2] == "yes", None, None) for m in TABLE_ROW.finditer(text)
                       if m[3] != "no_prediction"]  # fmt: skip
     return found
 
@@ -87,12 +93,15 @@ def main(argv: list[str] | None = None) -> int:
                       if t.load_task().verification.status == "verified")  # fmt: skip
     seen: dict[tuple[str, str], set[bool]] = defaultdict(set)
     pmrs: dict[str, list[float]] = defaultdict(list)  # the gold's, by task
+    alone: dict[str, list[float]] = defaultdict(list)  # those timed with no other process
     with tempfile.TemporaryDirectory(prefix="tpb-coverage-") as tmp:
         for root in unpacked_roots(args.runs, Path(tmp)):
-            for task_id, oracle, completed, pmr in results(root):
+            for task_id, oracle, completed, pmr, beside in results(root):
                 seen[task_id, oracle].add(completed)
                 if oracle == "gold" and pmr is not None:
                     pmrs[task_id].append(pmr)
+                    if beside == 0:
+                        alone[task_id].append(pmr)
     if args.unscored:
         print("\n".join(t for t in verified if (t, args.unscored) not in seen))
         return 0
@@ -116,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     near = [t for t in timed if any(abs(x - 1) <= PMR_BAND for x in pmrs[t])]
     print(f"gold PMR within 1 +- {PMR_BAND}: {len(near)} of the {len(timed)} verified tasks "
           f"with a PMR in a results.jsonl row")  # fmt: skip
+    quiet = [t for t in verified if alone.get(t)]
+    if quiet:  # the rows that say so (eval.timing.gpu_company)
+        near_alone = [t for t in quiet if any(abs(x - 1) <= PMR_BAND for x in alone[t])]
+        print(f"of those timed with no other process on the GPU: {len(near_alone)} of "
+              f"{len(quiet)}")  # fmt: skip
     for t in timed:
         if t not in near:
             print(f"gold PMR outside: {t} ({', '.join(f'{x:.3f}' for x in pmrs[t])})")

@@ -72,6 +72,19 @@ def test_each_check_is_counted_from_where_the_calls_left_it(tmp_path: Path, caps
     assert coverage([str(runs), "--tasks", str(tasks)]) == 0
     out = capsys.readouterr().out
     assert "gold PMR within 1 +- 0.03: 1 of the 1 verified" in out and "outside" not in out
+    assert "timed with no other process" not in out  # no row says how it was timed
+    # rows since 2026-12-06 say how many other processes were on the GPU: the band is counted
+    # over those timed alone too
+    (runs / "sgold" / "results.jsonl").write_text(
+        json.dumps(row | {"timed_beside": 0})
+        + "\n"
+        + json.dumps(row | {"pmr": 0.99, "timed_beside": 4})
+        + "\n"
+    )
+    assert coverage([str(runs), "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert "gold PMR within 1 +- 0.03: 1 of the 1 verified" in out
+    assert "of those timed with no other process on the GPU: 0 of 1" in out
 
 
 def test_legacy_names() -> None:
