@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from curation.filters import is_perf_parameter_change
-from curation.model import TaskType, TypeDecision
+from curation.model import Task, TaskType, TypeDecision
 from mining.model import Candidate, ChangeKind, KernelChange, KernelRole
 
 _TEXT_SIGNALS: dict[TaskType, re.Pattern[str]] = {
@@ -167,3 +167,22 @@ def classify(cand: Candidate, targets: Sequence[KernelChange]) -> TypeDecision:
         # title says ("fix", "fast", "optimized"); the fix or the speed-up is the new kernel
         best = max((TaskType.NEW_OP, TaskType.FEATURE), key=lambda t: points[t])
     return TypeDecision(type=best, evidence=tuple(evidence[best]))
+
+
+BEHAVIOUR_CHANGED = (
+    "on the GPU its tests fail at the setup state and pass with the gold: the change is one of "
+    "behaviour, which an optimization keeps"
+)
+
+
+def behaviour_type(task: Task) -> TypeDecision:
+    """The type of an optimization by its code whose tests the GPU saw fail at the setup state
+    and pass with the gold (Megatron-LM #6521, "batch-invariance generation": 4 such tests):
+    a bug fix when its title says so, else a feature; the code's evidence is kept after."""
+    was = f"curation said {task.task_type.type}: " + "; ".join(task.task_type.evidence)
+    m = _TEXT_SIGNALS[TaskType.BUG_FIX].search(task.title)
+    if m:
+        return TypeDecision(
+            TaskType.BUG_FIX, (BEHAVIOUR_CHANGED, f"title says {m.group(0)!r}", was)
+        )
+    return TypeDecision(TaskType.FEATURE, (BEHAVIOUR_CHANGED, was))

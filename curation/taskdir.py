@@ -39,6 +39,7 @@ from curation.model import (
     CurationStatus,
     CuratorRecord,
     Task,
+    TypeDecision,
     Verification,
     VerificationStatus,
 )
@@ -177,17 +178,20 @@ class TaskDir:
         verification: Verification,
         node_ids: tuple[str, ...] | None = None,
         launches: tuple[str, ...] | None = None,
+        task_type: TypeDecision | None = None,
     ) -> Task:
-        """The gate's verdict (and the node ids it chose, the gold's launches in them) into
-        task.json (eval's fields; None keeps what is there); a GPU verdict (one with
-        `checked_at`) that does not name its setup state yet (a verdict judged again keeps the
-        one its runs were made on) notes the current one."""
+        """The gate's verdict (and the node ids it chose, the gold's launches in them, the type
+        it judged the task as: `eval.gate.retype`) into task.json (eval's fields; None keeps
+        what is there); a GPU verdict (one with `checked_at`) that does not name its setup
+        state yet (a verdict judged again keeps the one its runs were made on) notes the
+        current one."""
         if verification.checked_at is not None and verification.setup is None:
             verification = replace(verification, setup=self.setup_digest())
         task = self.load_task()
         tests = task.tests if node_ids is None else replace(task.tests, node_ids=node_ids)
         tests = tests if launches is None else replace(tests, launches=launches)
-        task = replace(task, verification=verification, tests=tests)
+        task = replace(task, verification=verification, tests=tests,
+                       task_type=task_type or task.task_type)  # fmt: skip
         write_record(self.path(TaskFile.TASK), task)
         return task
 

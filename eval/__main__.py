@@ -379,6 +379,7 @@ def cmd_oracle(args: argparse.Namespace) -> int:
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
+    from eval.gate import retype
     from eval.model import Reference
     from eval.reference import hardware_verdict, launches_seen, rejudge
     from eval.workload_model import WorkloadResult
@@ -398,7 +399,8 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
         new, verdict = rejudge(task, old, workload)
         n += 1
         if verdict is not None:
-            tdir.record_verification(verdict, old.node_ids, launches_seen(task, old.runs))
+            tdir.record_verification(verdict, old.node_ids, launches_seen(task, old.runs),
+                                     retype(task, new.fail_to_pass))  # fmt: skip
         if new != old:
             changed += 1
             tdir.store(TaskFile.REFERENCE, new)

@@ -26,7 +26,8 @@ import re
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
-from curation.model import Hardware, Task, TaskType, Verification, VerificationStatus
+from curation.classify import BEHAVIOUR_CHANGED, behaviour_type
+from curation.model import Hardware, Task, TaskType, TypeDecision, Verification, VerificationStatus
 from curation.testsel import module_name
 from eval.model import OUT_OF_MEMORY, Environment, FailureClass, RunResult
 from eval.workload_model import MIN_GOLD_US, WorkloadResult, totals_separated
@@ -266,6 +267,16 @@ def fail_to_pass_possible(
     return any(gold.outcome_of(n) == "passed" and base.outcome_of(n) != "passed" for n in node_ids)
 
 
+def retype(task: Task, fail_to_pass: Sequence[str]) -> TypeDecision | None:
+    """The type an optimization by its code takes once the GPU has shown fail-to-pass tests
+    (`curation.classify.behaviour_type`: its tests fail at the setup state, so the change alters
+    behaviour); None for any other task, which keeps curation's type. `decide` judges such a
+    task by its tests, and the verdict's recorders store this type with it."""
+    if task.task_type.type is not TaskType.OPTIMIZATION or not fail_to_pass:
+        return None
+    return behaviour_type(task)
+
+
 def reason_kind(reason: str) -> str:
     """A verdict's reason without its particulars, to count reasons by: the text before any
     colon or parenthesis, after the task type that some reasons start with ("bug_fix: no test
@@ -370,7 +381,8 @@ def decide(
             if not steady:
                 why = f"every kept test is flaky ({len(flaky)}) or cut ({len(cut)})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
-    if task.task_type.type is TaskType.OPTIMIZATION:
+    retyped = retype(task, f2p)
+    if task.task_type.type is TaskType.OPTIMIZATION and retyped is None:
         if workload is None:
             why = "optimization: no workload measured yet (the gold must be faster on a workload)"
             return verdict(VerificationStatus.UNVERIFIED, why), *lists
@@ -393,9 +405,13 @@ def decide(
         if unrunnable:
             why = f"{task.task_type.type}: {SETUP_UNRUNNABLE} ({base[0].detail[:160]})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
+    # the same words when judged again, once the recorder has stored the type (`retype`)
+    again = task.task_type.evidence[:1] == (BEHAVIOUR_CHANGED,)
+    judged = retyped.type if retyped else (task.task_type.type if again else None)
     why = (
         f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass"
         + (f", {len(flaky)} flaky left out" if flaky else "")
         + (f", {len(cut)} cut by a run's time limit left out" if cut else "")
+        + (f"; judged as a {judged}, not an optimization" if judged else "")
     )
     return verdict(VerificationStatus.VERIFIED, why), *lists

@@ -42,6 +42,7 @@ from eval.gate import (
     environment_label,
     fail_to_pass_possible,
     hardware_gap,
+    retype,
     target_modules,
 )
 from eval.machine import gpu_stack
@@ -391,7 +392,7 @@ def run_reference(
         autotune=tuning_results(cache) if cache is not None else {},
     )
     tdir.store(TaskFile.REFERENCE, ref)
-    tdir.record_verification(verdict, node_ids, launches_seen(task, results))
+    tdir.record_verification(verdict, node_ids, launches_seen(task, results), retype(task, f2p))
     tdir.path(TaskFile.REFERENCE_PARTIAL).unlink(missing_ok=True)
     return ref
 

@@ -264,7 +264,7 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     """The gate's verdict with the new workload: rejudged with the task's reference runs, or,
     before its tests have had any, unverified with the measured ratio as the reason."""
     from curation.model import Verification, VerificationStatus
-    from eval.gate import workload_verdict
+    from eval.gate import retype, workload_verdict
     from eval.model import Reference
     from eval.reference import rejudge
 
@@ -278,6 +278,6 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     new, verdict = rejudge(task, ref, result)
     tdir.store(TaskFile.REFERENCE, new)
     if verdict is not None:
-        tdir.record_verification(verdict, ref.node_ids)
+        tdir.record_verification(verdict, ref.node_ids, task_type=retype(task, new.fail_to_pass))
         return f"; {verdict.status}: {verdict.reason}"
     return ""

@@ -111,6 +111,25 @@ def test_reference_run_finds_fail_to_pass(task_env, tmp_path: Path) -> None:
     write_record(tdir.path(TaskFile.TASK), bare)
     assert eval_main(["rejudge", "--tasks", str(tasks)]) == 0
     assert tdir.load_task().tests.launches == (line,)
+    # had curation typed it an optimization, the fail-to-pass test the GPU saw says the change
+    # is one of behaviour: judged by its tests, its type a bug fix (the title says "Fix"),
+    # curation's evidence kept (Megatron-LM #6521 on the H200, 2026-12-06)
+    from curation.classify import BEHAVIOUR_CHANGED
+    from curation.model import TaskType, TypeDecision
+
+    typed = TypeDecision(TaskType.OPTIMIZATION, ("launch/autotune parameters changed: add_kernel",))
+    write_record(tdir.path(TaskFile.TASK), replace(tdir.load_task(), task_type=typed))
+    assert eval_main(["rejudge", "--tasks", str(tasks)]) == 0
+    task = tdir.load_task()
+    assert task.task_type.type is TaskType.BUG_FIX, task.task_type
+    assert task.task_type.evidence[0] == BEHAVIOUR_CHANGED
+    assert "curation said optimization: launch/autotune" in task.task_type.evidence[-1]
+    assert task.verification.status == "verified"
+    assert task.verification.reason.endswith("; judged as a bug_fix, not an optimization")
+    before = (tdir.root / "reference.json").read_text()
+    assert eval_main(["rejudge", "--tasks", str(tasks)]) == 0  # the same verdict again
+    assert (tdir.root / "reference.json").read_text() == before
+    assert tdir.load_task().verification.reason == task.verification.reason
 
 
 def _copy_tasks(tasks: Path, dest: Path) -> TaskDir:

@@ -17,9 +17,10 @@ def run(variant: Variant, i: int, outcomes: dict[str, str], failure=FailureClass
     return RunResult("t", variant, i, 0 if passed else 1, failure, passed, tests, 10.0 + i)
 
 
-def task(kind: TaskType):
-    return SimpleNamespace(task_type=SimpleNamespace(type=kind),
-                           target_files=frozenset({"fla/ops/comba/chunk.py"}))  # fmt: skip
+def task(kind: TaskType, title: str = "Speed up the chunk kernel"):
+    return SimpleNamespace(task_type=SimpleNamespace(type=kind, evidence=("code facts",)),
+                           target_files=frozenset({"fla/ops/comba/chunk.py"}),
+                           title=title)  # fmt: skip
 
 
 def test_fail_to_pass_counts_failed_skipped_and_missing_at_base() -> None:
@@ -580,3 +581,28 @@ def test_the_golds_launches_for_the_requirement_are_its_tensors() -> None:
     run = RunResult("t", Variant.GOLD, 0, 0, FailureClass.NONE, True, (), 1.0, (long,))
     [cut] = launches_seen(task, [run])  # type: ignore[arg-type]
     assert len(cut) == 403 and cut.endswith("...")
+
+
+def test_an_optimization_whose_tests_fail_at_the_setup_state_is_judged_by_them() -> None:
+    # Megatron-LM #6521 on the H200: typed an optimization by its code, 4 tests fail at the
+    # setup state and pass with the gold; its gold was not faster on the workload
+    from eval.gate import retype
+
+    base = [run(Variant.BASE, i, {"a": "failed", "b": "passed"}) for i in range(3)]
+    gold = [run(Variant.GOLD, i, {"a": "passed", "b": "passed"}) for i in range(3)]
+    verdict, f2p, p2p, _ = gate(TaskType.OPTIMIZATION, ["a", "b"], base, gold)
+    assert verdict.status == "verified" and (f2p, p2p) == (("a",), ("b",))
+    assert (
+        verdict.reason == "1 fail-to-pass, 1 pass-to-pass; judged as a feature, not an optimization"
+    )
+    new = retype(task(TaskType.OPTIMIZATION), f2p)
+    assert new is not None and new.type is TaskType.FEATURE
+    assert new.evidence[-1] == "curation said optimization: code facts"
+    fixed = retype(task(TaskType.OPTIMIZATION, "Fix the wrong offsets (#479)"), f2p)
+    assert fixed is not None and fixed.type is TaskType.BUG_FIX
+    # no fail-to-pass: an optimization still waits for its workload; other types keep theirs
+    base = [run(Variant.BASE, i, {"a": "passed", "b": "passed"}) for i in range(3)]
+    verdict, f2p, *_ = gate(TaskType.OPTIMIZATION, ["a", "b"], base, gold)
+    assert verdict.status == "unverified" and verdict.reason.startswith("optimization: no workload")
+    assert retype(task(TaskType.OPTIMIZATION), f2p) is None
+    assert retype(task(TaskType.BUG_FIX), ("a",)) is None

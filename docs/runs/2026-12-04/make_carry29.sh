@@ -11,7 +11,7 @@
 # would let run; the call takes the first two (or KEYS="k1 k2").
 # score.txt (since 2026-12-05, sixth session): the verified tasks on the carried keys the gold
 # oracle has not scored, and gold.jsonl, their gold targets (call41.sh scores them beside).
-# Usage (repository root, venv active): [KEYS=...] [NO_TEST=1] [WH_IDS=FILE] [WH_ADD=FILE] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
+# Usage (repository root, venv active): [KEYS=...] [NO_TEST=1] [OPT=1] [WH_IDS=FILE] [WH_ADD=FILE] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
 set -euo pipefail
 state=${1:?usage: make_carry29.sh STATE MIRRORS WHEELHOUSES}; mirrors=${2:?}; wh=${3:?}
 T=$state/tasks; C=.carry/f; work=$(mktemp -d)
@@ -44,7 +44,11 @@ for td in task_dirs(root):
     # too (the setup state's stub or base target fails the existing tests that reach it: 6 of
     # the 12 such tasks run so far verified; 153 never run)
     no_test = os.environ.get("NO_TEST") == "1" and kind in ("feature", "new_op")
-    if kind == "optimization" or t["verification"]["status"] == "out_of_scope" \
+    # OPT=1 (2026-12-06, third session): optimizations whose PR changed a test too (a test
+    # that fails at the setup state makes the gate judge one by its tests, as a feature or bug
+    # fix: eval.gate.retype; Megatron-LM #6521)
+    opt = os.environ.get("OPT") == "1" and kind == "optimization"
+    if (kind == "optimization" and not opt) or t["verification"]["status"] == "out_of_scope" \
             or not (patch.exists() and patch.stat().st_size or no_test):
         continue
     print(env_key(pins), td.id)
