@@ -400,7 +400,7 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
         n += 1
         if verdict is not None:
             tdir.record_verification(verdict, old.node_ids, launches_seen(task, old.runs),
-                                     retype(task, new.fail_to_pass))  # fmt: skip
+                                     retype(task, verdict, new.fail_to_pass, old.runs))  # fmt: skip
         if new != old:
             changed += 1
             tdir.store(TaskFile.REFERENCE, new)

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from curation.classify import BEHAVIOUR_CHANGED, behaviour_type
 from curation.model import Hardware, Task, TaskType, TypeDecision, Verification, VerificationStatus
 from curation.testsel import module_name
-from eval.model import OUT_OF_MEMORY, Environment, FailureClass, RunResult
+from eval.model import OUT_OF_MEMORY, Environment, FailureClass, RunResult, Variant
 from eval.workload_model import MIN_GOLD_US, WorkloadResult, totals_separated
 
 MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
@@ -267,12 +267,33 @@ def fail_to_pass_possible(
     return any(gold.outcome_of(n) == "passed" and base.outcome_of(n) != "passed" for n in node_ids)
 
 
-def retype(task: Task, fail_to_pass: Sequence[str]) -> TypeDecision | None:
-    """The type an optimization by its code takes once the GPU has shown fail-to-pass tests
-    (`curation.classify.behaviour_type`: its tests fail at the setup state, so the change alters
-    behaviour); None for any other task, which keeps curation's type. `decide` judges such a
-    task by its tests, and the verdict's recorders store this type with it."""
-    if task.task_type.type is not TaskType.OPTIMIZATION or not fail_to_pass:
+def setup_unrunnable(base: Sequence[RunResult]) -> bool:
+    """Whether every run of the setup state failed before its tests ("infra": the test module
+    does not import): its failures are no kernel's (flash-linear-attention #466's restored base
+    imports a helper from a module whose copy the PR deleted, 2026-12-05)."""
+    return bool(base) and all(r.failure is FailureClass.INFRA for r in base)
+
+
+def behaviour_changed(task: Task, fail_to_pass: Sequence[str], base: Sequence[RunResult]) -> bool:
+    """Whether an optimization by its code has tests that fail at a runnable setup state and
+    pass with the gold: its change is one of behaviour, which an optimization keeps."""
+    return (
+        task.task_type.type is TaskType.OPTIMIZATION
+        and bool(fail_to_pass)
+        and not setup_unrunnable([r for r in base if r.variant is Variant.BASE])
+    )
+
+
+def retype(
+    task: Task, verdict: Verification, fail_to_pass: Sequence[str], runs: Sequence[RunResult]
+) -> TypeDecision | None:
+    """The type a verified optimization by its code takes when `decide` judged it by its
+    fail-to-pass tests (`behaviour_changed`; `curation.classify.behaviour_type`): a feature, or
+    a bug fix when its title says so. None for any other task, which keeps curation's type; the
+    verdict's recorders (`reference`, `rejudge`, `workload`) store it with the verdict."""
+    if verdict.status is not VerificationStatus.VERIFIED:
+        return None
+    if not behaviour_changed(task, fail_to_pass, runs):
         return None
     return behaviour_type(task)
 
@@ -357,7 +378,7 @@ def decide(
     # a setup state whose every run fails before its tests (infra: the test module does not
     # import) fails them for a reason no kernel fixes: flash-linear-attention #466's restored
     # base imports `safe_exp_comba` from a module whose copy the PR deleted (2026-12-05)
-    unrunnable = bool(base) and all(r.failure is FailureClass.INFRA for r in base)
+    unrunnable = setup_unrunnable(base)
     if unrunnable and task.task_type.type is not TaskType.OPTIMIZATION:
         f2p = ()
     p2p = tuple(n for n in gold_ok if all(o.get(n) == "passed" for o in outcome["base"]))
@@ -381,8 +402,8 @@ def decide(
             if not steady:
                 why = f"every kept test is flaky ({len(flaky)}) or cut ({len(cut)})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
-    retyped = retype(task, f2p)
-    if task.task_type.type is TaskType.OPTIMIZATION and retyped is None:
+    by_tests = behaviour_changed(task, f2p, base)
+    if task.task_type.type is TaskType.OPTIMIZATION and not by_tests:
         if workload is None:
             why = "optimization: no workload measured yet (the gold must be faster on a workload)"
             return verdict(VerificationStatus.UNVERIFIED, why), *lists
@@ -407,7 +428,7 @@ def decide(
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
     # the same words when judged again, once the recorder has stored the type (`retype`)
     again = task.task_type.evidence[:1] == (BEHAVIOUR_CHANGED,)
-    judged = retyped.type if retyped else (task.task_type.type if again else None)
+    judged = behaviour_type(task).type if by_tests else (task.task_type.type if again else None)
     why = (
         f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass"
         + (f", {len(flaky)} flaky left out" if flaky else "")

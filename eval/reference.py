@@ -392,7 +392,8 @@ def run_reference(
         autotune=tuning_results(cache) if cache is not None else {},
     )
     tdir.store(TaskFile.REFERENCE, ref)
-    tdir.record_verification(verdict, node_ids, launches_seen(task, results), retype(task, f2p))
+    tdir.record_verification(verdict, node_ids, launches_seen(task, results),
+                             retype(task, verdict, f2p, results))  # fmt: skip
     tdir.path(TaskFile.REFERENCE_PARTIAL).unlink(missing_ok=True)
     return ref
 

@@ -278,6 +278,7 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     new, verdict = rejudge(task, ref, result)
     tdir.store(TaskFile.REFERENCE, new)
     if verdict is not None:
-        tdir.record_verification(verdict, ref.node_ids, task_type=retype(task, new.fail_to_pass))
+        retyped = retype(task, verdict, new.fail_to_pass, ref.runs)
+        tdir.record_verification(verdict, ref.node_ids, task_type=retyped)
         return f"; {verdict.status}: {verdict.reason}"
     return ""

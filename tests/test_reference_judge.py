@@ -592,17 +592,25 @@ def test_an_optimization_whose_tests_fail_at_the_setup_state_is_judged_by_them()
     gold = [run(Variant.GOLD, i, {"a": "passed", "b": "passed"}) for i in range(3)]
     verdict, f2p, p2p, _ = gate(TaskType.OPTIMIZATION, ["a", "b"], base, gold)
     assert verdict.status == "verified" and (f2p, p2p) == (("a",), ("b",))
-    assert (
-        verdict.reason == "1 fail-to-pass, 1 pass-to-pass; judged as a feature, not an optimization"
+    assert verdict.reason == (
+        "1 fail-to-pass, 1 pass-to-pass; judged as a feature, not an optimization"
     )
-    new = retype(task(TaskType.OPTIMIZATION), f2p)
+    new = retype(task(TaskType.OPTIMIZATION), verdict, f2p, base + gold)
     assert new is not None and new.type is TaskType.FEATURE
     assert new.evidence[-1] == "curation said optimization: code facts"
-    fixed = retype(task(TaskType.OPTIMIZATION, "Fix the wrong offsets (#479)"), f2p)
+    fixed = retype(task(TaskType.OPTIMIZATION, "Fix the wrong offsets (#479)"), verdict, f2p,
+                   base + gold)  # fmt: skip
     assert fixed is not None and fixed.type is TaskType.BUG_FIX
-    # no fail-to-pass: an optimization still waits for its workload; other types keep theirs
-    base = [run(Variant.BASE, i, {"a": "passed", "b": "passed"}) for i in range(3)]
-    verdict, f2p, *_ = gate(TaskType.OPTIMIZATION, ["a", "b"], base, gold)
+    assert retype(task(TaskType.BUG_FIX), verdict, f2p, base + gold) is None
+    # no fail-to-pass: an optimization still waits for its workload
+    quiet = [run(Variant.BASE, i, {"a": "passed", "b": "passed"}) for i in range(3)]
+    verdict, f2p, *_ = gate(TaskType.OPTIMIZATION, ["a", "b"], quiet, gold)
     assert verdict.status == "unverified" and verdict.reason.startswith("optimization: no workload")
-    assert retype(task(TaskType.OPTIMIZATION), f2p) is None
-    assert retype(task(TaskType.BUG_FIX), ("a",)) is None
+    assert retype(task(TaskType.OPTIMIZATION), verdict, f2p, quiet + gold) is None
+    # nor does a setup state that never ran its tests (infra: the module did not import) say
+    # anything of behaviour: its failures are kept for the scorer, the workload still decides
+    broken = [run(Variant.BASE, i, {"a": "error", "b": "error"}, FailureClass.INFRA)
+              for i in range(3)]  # fmt: skip
+    verdict, f2p, *_ = gate(TaskType.OPTIMIZATION, ["a", "b"], broken, gold)
+    assert f2p and verdict.reason.startswith("optimization: no workload")
+    assert retype(task(TaskType.OPTIMIZATION), verdict, f2p, broken + gold) is None
