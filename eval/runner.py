@@ -295,6 +295,9 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
         why = f"the test process ended (exit {raw.exit_code}) before pytest finished its session"
         return FailureClass.CRASH, False, why
     if not raw.tests:
+        if raw.exit_code == 5:  # pytest's "no tests collected" (old flash-linear-attention
+            # commits whose test directory holds none the selection could reach, 2026-12-06)
+            return FailureClass.INFRA, False, "pytest collected no test (exit 5)"
         return FailureClass.INFRA, False, f"no test report (pytest exit {raw.exit_code})"
     if not ran:
         return FailureClass.INFRA, False, "every selected test was skipped"

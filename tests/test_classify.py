@@ -24,7 +24,7 @@ EXPECTED = {
     "infra_missing_module": (FailureClass.INFRA, "ImportError while importing test module"),
     "infra_no_gpu": (FailureClass.INFRA, "Found no NVIDIA driver"),
     "infra_all_skipped": (FailureClass.INFRA, "every selected test was skipped"),
-    "infra_nothing_collected": (FailureClass.INFRA, "no test report (pytest exit 5)"),
+    "infra_nothing_collected": (FailureClass.INFRA, "pytest collected no test (exit 5)"),
 }
 
 
@@ -65,7 +65,7 @@ def test_an_all_skipped_run_with_exit_zero_never_passes() -> None:
 
 def test_nothing_collected_never_passes_even_with_exit_zero() -> None:
     raw = replace(recorded("infra_nothing_collected"), exit_code=0)
-    assert classify(raw)[:2] == (FailureClass.INFRA, False)
+    assert classify(raw) == (FailureClass.INFRA, False, "no test report (pytest exit 0)")
 
 
 # --- the verdict channel's states -----------------------------------------------------------
