@@ -25,7 +25,7 @@ from curation.targets import Elsewhere, elsewhere_modules, find_targets, setup_f
 from curation.taskdir import AFTER_DIR, BEFORE_DIR, TaskDir, TaskFile
 from curation.testsel import TestSelector
 from mining.git import GitRepo
-from mining.model import Candidate, KernelChange, KernelRole
+from mining.model import Candidate, ChangeKind, KernelChange, KernelRole
 from mining.paths import is_test_path
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,11 @@ def task_id(cand: Candidate, targets: Sequence[KernelChange]) -> str:
     return _ID_UNSAFE.sub("_", f"{cand.framework}__{pr}__{name}")
 
 
+def _lines(text: str) -> str:
+    """`text` without blank lines and trailing spaces, to compare sources by."""
+    return "\n".join(ln.rstrip() for ln in text.splitlines() if ln.strip())
+
+
 class TaskBuilder:
     """Builds task directories for the candidates of one repository."""
 
@@ -98,6 +103,11 @@ class TaskBuilder:
 
     def build(self, cand: Candidate, tdir: TaskDir) -> Task:
         targets = substantive_changes(cand)
+        copies = self.copies(cand, targets)
+        if copies and len(copies) < len(targets):  # what is left is what the model writes
+            log.info("%s: %d added kernels copy code of the base, left to the setup state: %s",
+                     cand.id, len(copies), ", ".join(kc.name for kc in copies[:4]))  # fmt: skip
+            targets = [kc for kc in targets if kc not in copies]
         base = cand.parent
         if base is None:
             raise ValueError(f"{cand.id}: a root commit has no base to start a task from")
@@ -136,6 +146,24 @@ class TaskBuilder:
         )
         task = self._write_sources(cand, task, tdir)
         return with_requirement(task, tdir, self.drafter)
+
+    def copies(self, cand: Candidate, targets: Sequence[KernelChange]) -> list[KernelChange]:
+        """The added kernels whose source is, line for line, a function the base already has
+        in another file: the PR copied them (flash-linear-attention #a6272f5475 makes
+        fla/ops/utils/ a package and copies 9 kernels of fla/ops/utils.py into it). Like a
+        move, a copy belongs to the setup state, not to what the model writes."""
+        if cand.parent is None:
+            return []
+        found = []
+        for kc in targets:
+            if kc.change is not ChangeKind.ADDED or kc.after is None:
+                continue
+            src = _lines(kc.after.source)
+            paths = self.repo.files_containing(cand.parent, f"def {kc.name}(")
+            texts = self.repo.read_files(cand.parent, [p for p in paths if p != kc.file])
+            if any(src in _lines(t.decode("utf-8", "replace")) for t in texts.values()):
+                found.append(kc)
+        return found
 
     def _write_sources(self, cand: Candidate, task: Task, tdir: TaskDir) -> Task:
         """before/, after/, the patches and the setup state; the task with its targets and

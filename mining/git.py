@@ -331,6 +331,19 @@ class GitRepo:
             files[path] = sha
         return files
 
+    def files_containing(self, commit: str, text: str, suffix: str = ".py") -> list[str]:
+        """Paths ending in `suffix` at `commit` whose content holds `text` (a fixed string),
+        sorted; [] when none does, or when git cannot tell (a partial clone that lacks a blob
+        is never fetched for this)."""
+        env = {**os.environ, "GIT_NO_LAZY_FETCH": "1"}
+        args = ["git", "grep", "-l", "-F", "-e", text, commit, "--", f"*{suffix}"]
+        proc = subprocess.run(args, cwd=self.path, capture_output=True, env=env, check=False)
+        if proc.returncode != 0:  # 1: no match; otherwise an object git could not read
+            return []
+        prefix = f"{commit}:"
+        lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+        return sorted(line.removeprefix(prefix) for line in lines)
+
     def read_files(self, commit: str, paths: Iterable[str]) -> dict[str, bytes]:
         """Contents of `paths` at `commit`, in one batch; paths absent there are left out."""
         tree = self.list_tree(commit)

@@ -672,3 +672,40 @@ def test_a_helper_the_pr_deleted_from_another_module_comes_with_the_base_kernel(
     base = {"pkg/ops/decay.py": tdir.source_path("before", "pkg/ops/decay.py").read_bytes()}
     assert [n for n, _ in _restored("pkg/ops/decay.py", task.targets, task.kernels, base)] == [
         "decay_kernel", "decay"]  # fmt: skip
+
+
+def test_added_kernels_that_copy_base_code_are_setup_not_targets(tmp_path: Path) -> None:
+    # flash-linear-attention #a6272f5475 makes fla/ops/utils/ a package: 9 of its 11 added
+    # kernels are copies of fla/ops/utils.py's, which stays; the model writes the new ones
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops.py", NEG_MODULE)
+    repo.commit("Initial commit")
+    repo.write("pkg/extra/__init__.py", "")
+    repo.write("pkg/extra/neg.py", NEG_MODULE)  # a copy of pkg/ops.py, which stays
+    repo.write("pkg/extra/mul.py", NEG_MODULE.split("\n\n\n")[0] + "\n" + MUL)
+    repo.commit("Add a mul op beside a copy of neg (#4)")
+    tdir = _tasks(tmp_path, repo)["4"]
+    task = tdir.load_task()
+    assert {(t.name, t.status) for t in task.targets} == {
+        ("mul_kernel", TargetStatus.ADDED),
+        ("mul", TargetStatus.ADDED),
+    }
+    assert [k.name for k in task.kernels] == ["mul_kernel"]
+    tree = _setup_tree(repo, tdir, tmp_path / "setup")
+    assert (tree / "pkg/extra/neg.py").read_text() == NEG_MODULE  # the copy, in full
+    assert (tree / "pkg/extra/mul.py").read_text().count(STUB_MESSAGE) == 2
+    assert check_task(tdir).errors == []
+
+
+def test_files_containing_finds_a_fixed_string_and_answers_none_when_git_cannot_tell(
+    repo: TinyRepo,
+) -> None:
+    from mining.git import GitRepo
+
+    git = GitRepo(repo.path)
+    head = git.resolve("HEAD")
+    assert git.files_containing(head, "def mul_kernel(") == ["pkg/ops/add.py"]
+    assert git.files_containing(head, "def mul_kernel(", suffix=".md") == []
+    assert git.files_containing(head, "def no_such_kernel(") == []
+    assert git.files_containing("0" * 40, "def mul_kernel(") == []  # an unknown commit
