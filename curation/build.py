@@ -152,16 +152,23 @@ class TaskBuilder:
         in another file: the PR copied them (flash-linear-attention #a6272f5475 makes
         fla/ops/utils/ a package and copies 9 kernels of fla/ops/utils.py into it). Like a
         move, a copy belongs to the setup state, not to what the model writes."""
-        if cand.parent is None:
+        added = [kc for kc in targets if kc.change is ChangeKind.ADDED and kc.after is not None]
+        if cand.parent is None or not added:
             return []
+        # the base files that define each added name, read in one batch (one tree listing)
+        where = {
+            kc.name: self.repo.files_containing(cand.parent, f"def {kc.name}(") for kc in added
+        }
+        paths = {p for ps in where.values() for p in ps}
+        if not paths:
+            return []
+        texts = {p: _lines(t.decode("utf-8", "replace"))
+                 for p, t in self.repo.read_files(cand.parent, paths).items()}  # fmt: skip
         found = []
-        for kc in targets:
-            if kc.change is not ChangeKind.ADDED or kc.after is None:
-                continue
+        for kc in added:
+            assert kc.after is not None
             src = _lines(kc.after.source)
-            paths = self.repo.files_containing(cand.parent, f"def {kc.name}(")
-            texts = self.repo.read_files(cand.parent, [p for p in paths if p != kc.file])
-            if any(src in _lines(t.decode("utf-8", "replace")) for t in texts.values()):
+            if any(src in texts.get(p, "") for p in where[kc.name] if p != kc.file):
                 found.append(kc)
         return found
 

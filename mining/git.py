@@ -73,6 +73,12 @@ class NumStat:
     deletions: int | None
 
 
+def _no_lazy_fetch() -> dict[str, str]:
+    """The environment for reading objects of a partial clone: never let a missing blob turn
+    into one network round-trip per object."""
+    return {**os.environ, "GIT_NO_LAZY_FETCH": "1"}
+
+
 def _run(args: Sequence[str], cwd: Path, *, input: bytes | None = None) -> bytes:
     try:
         proc = subprocess.run(
@@ -335,9 +341,9 @@ class GitRepo:
         """Paths ending in `suffix` at `commit` whose content holds `text` (a fixed string),
         sorted; [] when none does, or when git cannot tell (a partial clone that lacks a blob
         is never fetched for this)."""
-        env = {**os.environ, "GIT_NO_LAZY_FETCH": "1"}
         args = ["git", "grep", "-l", "-F", "-e", text, commit, "--", f"*{suffix}"]
-        proc = subprocess.run(args, cwd=self.path, capture_output=True, env=env, check=False)
+        proc = subprocess.run(args, cwd=self.path, capture_output=True, env=_no_lazy_fetch(),
+                              check=False)  # fmt: skip
         if proc.returncode != 0:  # 1: no match; otherwise an object git could not read
             return []
         prefix = f"{commit}:"
@@ -404,9 +410,7 @@ class BlobReader:
     """A long-lived `git cat-file --batch` fed many object ids at a time."""
 
     def __init__(self, cwd: Path):
-        env = dict(os.environ)
-        # Never let a missing blob turn into one network round-trip per object.
-        env["GIT_NO_LAZY_FETCH"] = "1"
+        env = _no_lazy_fetch()
         self._proc = subprocess.Popen(
             ["git", "cat-file", "--batch"],
             cwd=cwd,

@@ -43,6 +43,11 @@ PMR_BAND = NOISE
 TABLE_ROW = re.compile(r"^\| ([\w.-]+__[\w.-]+) \| (yes|no) \| (\w+) \|", re.M)
 
 
+def within_band(pmrs: list[float]) -> bool:
+    """Whether one of a task's gold PMRs came within 1 +- PMR_BAND (one score is enough)."""
+    return any(abs(x - 1) <= PMR_BAND for x in pmrs)
+
+
 def legacy_oracle(path: Path) -> str | None:
     """The check a result written before the `oracle` field was, from where it lies."""
     name = path.parent.name if path.name in ("results.jsonl", "report.md") else path.stem
@@ -122,12 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     # issue 10: the gold scored as a prediction gets PMR 1 +- PMR_BAND (a task counts when one
     # of its scores does; a score beside other GPU work can fall outside, docs/verification.md)
     timed = [t for t in verified if pmrs.get(t)]
-    near = [t for t in timed if any(abs(x - 1) <= PMR_BAND for x in pmrs[t])]
+    near = [t for t in timed if within_band(pmrs[t])]
     print(f"gold PMR within 1 +- {PMR_BAND}: {len(near)} of the {len(timed)} verified tasks "
           f"with a PMR in a results.jsonl row")  # fmt: skip
     quiet = [t for t in verified if alone.get(t)]
     if quiet:  # the rows that say so (eval.timing.gpu_company)
-        near_alone = [t for t in quiet if any(abs(x - 1) <= PMR_BAND for x in alone[t])]
+        near_alone = [t for t in quiet if within_band(alone[t])]
         print(f"of those timed with no other process on the GPU: {len(near_alone)} of "
               f"{len(quiet)}")  # fmt: skip
     for t in timed:
