@@ -117,6 +117,9 @@ class PartialReference:
     # a resumed run on another machine compiles the chosen configs instead of tuning them all
     # again (a kda kernel's first tuning run: up to 400 s on the H200)
     autotune: dict[str, str] = field(default_factory=dict)
+    # when it was last written (ISO 8601, UTC; "" in partials before 2026-12-06's fourth
+    # session): a partial older than its directory's verdict is stale, not merged back over it
+    saved_at: str = ""
 
 
 @dataclass(frozen=True)

@@ -359,8 +359,9 @@ def run_reference(
 
     def checkpoint() -> None:
         tuned = tuning_results(cache) if cache is not None else {}
+        saved = datetime.now(UTC).isoformat(timespec="seconds")
         kept = PartialReference(task.task_id, key, node_ids, selection, tuple(results),
-                                autotune=tuned)  # fmt: skip
+                                autotune=tuned, saved_at=saved)  # fmt: skip
         tdir.store(TaskFile.REFERENCE_PARTIAL, kept)
 
     checkpoint()

@@ -105,10 +105,12 @@ class TaskScore:
     # "gold" / "setup" when the prediction is an `eval oracle` record (the benchmark's own
     # check: the gold completes every verified task, the setup state none); "" for a model's
     oracle: str = ""
-    # the most other processes NVML saw on the GPU around the isolated timings of the
-    # prediction's and the gold's runs (None: not known, or nothing timed); a PMR timed beside
-    # others measures their load as well (`eval.timing.gpu_company`)
-    timed_beside: int | None = None
+    # the most other processes seen on the GPU around the isolated timings of the prediction's
+    # and the gold's runs, at least (None: not known, or nothing timed); a PMR timed beside
+    # others measures their load as well (`eval.timing.gpu_company`; named `timed_beside` in
+    # rows before 2026-12-06's fourth session, which NVML's list alone made: 0 inside a sandbox
+    # that hid the other processes)
+    gpu_company: int | None = None
 
 
 @dataclass
@@ -303,7 +305,7 @@ def score_task(
         workload=wl is not None,
         efficiency=efficiency,
         oracle=str(pred.get("oracle") or ""),
-        timed_beside=max(company) if company and wl is None else None,  # a workload's: not known
+        gpu_company=max(company) if company and wl is None else None,  # a workload's: not known
     )
 
 
@@ -453,7 +455,7 @@ def aggregate(scores: Sequence[TaskScore]) -> Report:
         ),
         flagged=sum(bool(s.flags) for s in scores),
         failures=failures,
-        timed_beside=sum(bool(s.timed_beside) for s in scores),
+        timed_beside=sum(bool(s.gpu_company) for s in scores),
         fast_1=perf.fast_1,
         fast_gold=perf.fast_gold,
         speedup_geomean=perf.speedup_geomean,

@@ -18,6 +18,7 @@ Rules, after KernelBench-style timing rigor:
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -25,6 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 MIN_FLUSH_BYTES = 256 * 2**20
+# device memory that no process NVML lists holds, above which another (unlisted) process is on
+# the GPU: a CUDA context with torch holds about 0.5 GiB, a context that allocated more has work
+UNLISTED_BYTES = 2**30
+# one process of `torch.cuda.list_gpu_processes`' listing: "process <pid> uses <MB> MB GPU memory"
+_LISTED = re.compile(r"^\s*process\s+\d+\s+uses\s+([\d.]+)\s+MB", re.M)
 _ESTIMATE_CALLS = 5  # timed warm-up calls that estimate the per-call time
 LONG_CALL_REPS = 3  # repetitions of a call that alone lasts `rep_ms` or more
 MAX_BACKLOG_MS = 50.0  # a host slower than this per call is not hidden
@@ -54,15 +60,25 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def gpu_company(listing: str) -> int | None:
-    """How many other processes hold a compute context on the GPU, from what
+def gpu_company(listing: str, used_bytes: int | None = None) -> int | None:
+    """How many other processes hold a compute context on the GPU, at least: from what
     `torch.cuda.list_gpu_processes` printed (NVML through nvidia-ml-py; the caller's process is
-    one of them); None where NVML could not tell (no pynvml, or a container whose NVML lists no
-    process, not even the caller). A time taken beside them measures their load as well: on the
-    H200 (2026-12-06, call 51), the two gold runs of flash-linear-attention #3cb53c2adf scored
-    while ten references ran beside them timed its kernels 16.4 and 9.4 ms (2.6 ms alone)."""
-    found = sum(1 for line in listing.splitlines() if line.lstrip().startswith("process"))
-    return found - 1 if found else None
+    one of them) and, where `used_bytes` (the device's used memory, `torch.cuda.mem_get_info`)
+    is given, from the memory none of the listed processes holds: more than `UNLISTED_BYTES` of
+    it belongs to a process NVML does not list, so at least one. NVML inside a container may
+    list the caller alone: on the H100 on 2026-12-06 (calls 53-56) every score row said 0 while
+    fourteen reference processes ran beside it. None where NVML could not tell (no pynvml, or
+    no process listed, not even the caller). A time taken beside others measures their load
+    as well: on the H200 (2026-12-06, call 51), the two gold runs of flash-linear-attention
+    #3cb53c2adf scored while ten references ran beside them timed its kernels 16.4 and 9.4 ms
+    (2.6 ms alone)."""
+    held = [float(m[1]) for m in _LISTED.finditer(listing)]
+    if not held:
+        return None
+    others = len(held) - 1
+    if used_bytes is not None and used_bytes - sum(held) * 2**20 > UNLISTED_BYTES:
+        others = max(others, 1)
+    return others
 
 
 def company_now(device: int | None = None) -> int | None:
@@ -70,7 +86,8 @@ def company_now(device: int | None = None) -> int | None:
     try:
         import torch
 
-        return gpu_company(torch.cuda.list_gpu_processes(device))
+        free, total = torch.cuda.mem_get_info(device)
+        return gpu_company(torch.cuda.list_gpu_processes(device), total - free)
     except Exception:  # NVML errors vary by driver: no count rather than no timing
         return None
 

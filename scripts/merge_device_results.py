@@ -18,8 +18,8 @@ the run's keeps it and takes nothing from the run (a verdict restored from a rel
 reference.json: an older run's would bring back a verdict it replaced), and one with the run's
 own verdict (perhaps rejudged since) keeps that and only gains the run files it lacks. Calls
 are merged oldest first (`scripts/rebuild_state.sh` sorts their folders). A partial reference
-replaces the directory's (the call resumed from it); a merged verdict removes it. What is
-skipped is named, with why.
+replaces the directory's (the call resumed from it); a merged verdict removes it, and a partial
+older than the directory's verdict is skipped. What is skipped is named, with why.
 """
 
 from __future__ import annotations
@@ -113,6 +113,19 @@ def _remeasured(run: Path, tdir: TaskDir) -> list[TaskFile]:
     return [f for f in (TaskFile.WORKLOAD_RESULT, TaskFile.WORKLOAD) if (run / f).is_file()]
 
 
+def _stale_partial(partial: Path, tdir: TaskDir) -> str:
+    """Why a partial reference is older than the directory's finished reference ("" when it
+    is not): written before the verdict was checked, or undated (before 2026-12-06's fourth
+    session) beside a reference.json."""
+    if not tdir.path(TaskFile.REFERENCE).is_file():
+        return ""
+    checked = tdir.load_task().verification.checked_at or ""
+    saved = str(json.loads(partial.read_text()).get("saved_at") or "")
+    if saved and saved > checked:
+        return ""  # a rerun (--force) under way since the verdict
+    return f"a partial reference ({saved or 'undated'}) older than the verdict ({checked}), skipped"
+
+
 def merge_one(run: Path, tasks: Path) -> str:
     """Merge one run folder into `tasks/<its name>`; what was done, or why it was skipped."""
     tdir = TaskDir(tasks / run.name)
@@ -120,7 +133,12 @@ def merge_one(run: Path, tasks: Path) -> str:
         return f"no task directory under {tasks}, skipped"
     if (run / PARTIAL).is_file() and not (run / TaskFile.REFERENCE).is_file():
         # the reference `eval reference` resumes only on the environment and patches it was
-        # made on (`eval.reference.resume_key`), so a stale one is never mixed in
+        # made on (`eval.reference.resume_key`), so a stale one is never mixed in; one older
+        # than the directory's verdict (a call merged again after a later one that finished
+        # the task) would list a judged task among the partials to run again
+        stale = _stale_partial(run / PARTIAL, tdir)
+        if stale:
+            return stale
         shutil.copyfile(run / PARTIAL, tdir.path(PARTIAL))
         runs = len(json.loads((run / PARTIAL).read_text()).get("runs") or ())
         return f"partial: the selection and {runs} finished run(s) kept for the next call"

@@ -62,8 +62,9 @@ Found = tuple[str, str, bool, float | None, int | None]
 
 def results(root: Path) -> list[Found]:
     """(task id, oracle, completed, PMR, timed beside) of every oracle score under `root` (the
-    PMR of a results.jsonl row, None from a markdown table; how many other processes NVML saw on
-    the GPU around its timings, None where the row does not say: rows before 2026-12-06)."""
+    PMR of a results.jsonl row, None from a markdown table; how many other processes were on the
+    GPU around its timings, at least, None where the row does not say: rows before 2026-12-06's
+    fourth session)."""
     found: list[Found] = []
     for f in sorted(p for p in root.rglob("*") if p.is_file()):
         if f.name == "results.jsonl" or f.name.endswith("_results.jsonl"):
@@ -75,7 +76,10 @@ def results(root: Path) -> list[Found]:
                 oracle = row.get("oracle") or legacy_oracle(f)
                 if oracle in ORACLES and row.get("has_prediction"):
                     pmr = row.get("pmr") if isinstance(row.get("pmr"), int | float) else None
-                    beside = row.get("timed_beside")
+                    # `gpu_company` since 2026-12-06's fourth session (NVML's list and the
+                    # memory it leaves unaccounted); the older `timed_beside` said 0 inside a
+                    # sandbox whose NVML hid the other processes: not read
+                    beside = row.get("gpu_company")
                     beside = beside if isinstance(beside, int) else None
                     found.append((row["task_id"], oracle, bool(row.get("passed")), pmr, beside))
         elif f.suffix in (".md", ".log"):

@@ -657,7 +657,7 @@ def test_a_score_says_when_its_timings_had_company_on_the_gpu(task_env, tmp_path
         s = score.score_task(tdir.load_task(), tdir, pred, Crowded(counts), tmp_path / name)  # type: ignore[arg-type]
         assert s.passed, s.detail
         scores.append(s)
-    assert [s.timed_beside for s in scores] == [0, 3, None]
+    assert [s.gpu_company for s in scores] == [0, 3, None]
     report = score.aggregate(scores)
     assert report.timed_beside == 1
     assert "- timed beside other processes on the GPU (their PMR measures that load too): 1" in (

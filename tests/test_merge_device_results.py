@@ -134,6 +134,16 @@ def test_a_partial_reference_goes_back_for_the_next_call_and_a_verdict_removes_i
     assert merge([str(tmp_path / "done"), "--tasks", str(tasks)]) == 0
     assert "merged: verified" in capsys.readouterr().out
     assert not tdir.path(TaskFile.REFERENCE_PARTIAL).exists()
+    # 2026-12-06, fourth session: the cut call merged again after the one that finished the
+    # task brought its partial back beside the verdict (ten stale partials listed to run again)
+    assert merge([str(tmp_path / "cut"), "--tasks", str(tasks)]) == 1
+    assert "a partial reference (undated) older than the verdict" in capsys.readouterr().out
+    assert not tdir.path(TaskFile.REFERENCE_PARTIAL).exists()
+    # a partial saved after the verdict is a rerun (--force) under way: kept for the next call
+    rerun = json.dumps({"task_id": tdir.id, "runs": [{}], "saved_at": "2099-01-01T00:00:00+00:00"})
+    (cut / "reference.partial.json").write_text(rerun)
+    assert merge([str(tmp_path / "cut"), "--tasks", str(tasks)]) == 0
+    assert tdir.path(TaskFile.REFERENCE_PARTIAL).read_text() == rerun
 
 
 def test_a_committed_call_folder_is_read_with_the_archives_it_holds(tmp_path: Path, capsys) -> None:
