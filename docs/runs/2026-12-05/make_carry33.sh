@@ -7,7 +7,7 @@
 # failed with a name the PR deleted) and of Megatron-LM #4603 (its reference ran on such a
 # base), then the workloads of Megatron-LM #4460 (replanned: the batch, not the state cache,
 # grows), #6521 (its call-32 timing was cut) and #4603.
-# Usage (repository root, venv active): [NODE_IDS_FROM=OLD_STATE] [REMEASURE=1] make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]
+# Usage (repository root, venv active): [NODE_IDS_FROM=OLD_STATE] [REMEASURE=1] [FLA_WH=FILE] make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]
 set -euo pipefail
 state=${1:?usage: make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]}; mirrors=${2:?usage: make_carry33.sh STATE MIRRORS}
 C=${3:-.carry/s}; work=$(mktemp -d); T=$state/tasks
@@ -48,7 +48,10 @@ python -m eval workload --plan-only --force --tasks $work/tasks --task-file $C/w
   --repo-path flash-linear-attention=$mirrors/fla-org+flash-linear-attention/repo --out $work/plan | tail -n 1
 # wheelhouses for the Megatron-LM and Liger-Kernel tasks only: the flash-linear-attention ones
 # were verified on the device's own transformers 5 (their date pins, 4.5x, are 14 MB each)
-ls $work/tasks | grep -v "^flash-linear-attention__" > $work/wh_ids.txt || true
+# FLA_WH (a file, 2026-12-06 fourth session): flash-linear-attention tasks of before mid-2025
+# whose wheelhouse comes too (their `import fla` needs transformers 4.x: #368, #bcc63a4627)
+{ ls $work/tasks | grep -v "^flash-linear-attention__" || true
+  if [ -n "${FLA_WH:-}" ]; then cat "$FLA_WH"; fi; } > $work/wh_ids.txt
 [ -s $work/wh_ids.txt ] && python -m envbuild.wheelhouse --tasks $work/tasks --task-file $work/wh_ids.txt \
   --out $C/wh --host envbuild/hosts/h200.txt | tail -n 1
 for fw in flash-linear-attention:fla-org+flash-linear-attention:fla:"--path fla --path tests" \
