@@ -29,7 +29,14 @@ from datetime import UTC, datetime
 from curation.classify import BEHAVIOUR_CHANGED, behaviour_type
 from curation.model import Hardware, Task, TaskType, TypeDecision, Verification, VerificationStatus
 from curation.testsel import module_name
-from eval.model import OUT_OF_MEMORY, Environment, FailureClass, RunResult, Variant
+from eval.model import (
+    OUT_OF_MEMORY,
+    PYTEST_NO_TESTS,
+    Environment,
+    FailureClass,
+    RunResult,
+    Variant,
+)
 from eval.workload_model import MIN_GOLD_US, WorkloadResult, totals_separated
 
 MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
@@ -41,6 +48,11 @@ SELECTION_FAILED = "the selection run failed"
 NO_FAIL_TO_PASS = "no test fails at the setup state and passes with the gold"
 SETUP_UNRUNNABLE = "the setup state fails before its tests run (infra), not in them"
 NO_LAUNCH = "no test launches a target kernel"
+# pytest collected nothing where the selection looked (its exit 5): the commit has no pytest
+# test for it, only scripts (flash-linear-attention of December 2023: `test_retention.py` at the
+# root runs under `if __name__ == "__main__"`; #d39f1ea7ab, #bdf762f839, #bd99ba2e72 had read
+# "the selection run failed (infra)", as if a rerun could help)
+NO_TEST = "no test to run: pytest collected none at this commit"
 OWN_CODE_GAP = "the framework's own code does not import at this commit"
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
@@ -352,6 +364,10 @@ def decide(
             gap = None
         if gap:
             why = gap
+        elif (
+            selection is not None and selection.exit_code == PYTEST_NO_TESTS and not selection.tests
+        ):
+            why = NO_TEST + aside
         elif selection is not None and selection.failure is not FailureClass.NONE:
             why = f"{SELECTION_FAILED} ({selection.failure}): {selection.detail[:160]}{aside}"
         else:

@@ -36,6 +36,7 @@ class FailureClass(StrEnum):
 # A failure of the machine's load, not of the code under test: a test or run that ran out of
 # GPU memory (on the H200, twelve memory-heavy cross-entropy runs side by side left each 0.4 GiB).
 OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory")
+PYTEST_NO_TESTS = 5  # pytest's exit status when it collected no test
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.model import FailureClass, KernelTiming, TestOutcome
+from eval.model import PYTEST_NO_TESTS, FailureClass, KernelTiming, TestOutcome
 from eval.protected import changes, freeze_list, snapshot
 from eval.sandbox import (
     PROJECT_ROOT,
@@ -295,8 +295,9 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
         why = f"the test process ended (exit {raw.exit_code}) before pytest finished its session"
         return FailureClass.CRASH, False, why
     if not raw.tests:
-        if raw.exit_code == 5:  # pytest's "no tests collected" (old flash-linear-attention
-            # commits whose test directory holds none the selection could reach, 2026-12-06)
+        # pytest's "no tests collected" (old flash-linear-attention commits whose test
+        # directory holds none the selection could reach, 2026-12-06; the gate's NO_TEST)
+        if raw.exit_code == PYTEST_NO_TESTS:
             return FailureClass.INFRA, False, "pytest collected no test (exit 5)"
         return FailureClass.INFRA, False, f"no test report (pytest exit {raw.exit_code})"
     if not ran:

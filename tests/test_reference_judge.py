@@ -332,6 +332,23 @@ def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None
     assert (verdict.checked_at, verdict.setup) == ("2026-12-03T07:40:00+00:00", "0123456789abcdef")
 
 
+def test_a_selection_that_collected_no_test_says_so_not_that_it_failed() -> None:
+    """flash-linear-attention #d39f1ea7ab (H200, 2026-12-06): at its December 2023 commit the
+    only test is a root script run under `if __name__ == "__main__"`; pytest collected nothing
+    (exit 5) and the gate had said "the selection run failed (infra)", as if a rerun could
+    help. A selection that ran tests and kept none still fails as before."""
+    sel = RunResult("t", Variant.GOLD, 0, 5, FailureClass.INFRA, False, (), 17.0,
+                    detail="pytest collected no test (exit 5)")  # fmt: skip
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
+    assert (verdict.status, verdict.reason) == (
+        "unverified",
+        "no test to run: pytest collected none at this commit",
+    )
+    crashed = replace(sel, exit_code=1, detail="no test report (pytest exit 1)")
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=crashed)
+    assert verdict.reason.startswith("the selection run failed (infra)")
+
+
 def test_a_selection_whose_every_test_wants_more_gpus_is_out_of_scope() -> None:
     """flash-linear-attention #774 on one H200 (2026-12-03): its context-parallel tests all
     skipped with "At least 2 GPUs required" (or 4); curation had read one GPU from the files
