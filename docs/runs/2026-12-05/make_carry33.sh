@@ -43,7 +43,8 @@ for tid in Path(sys.argv[3]).read_text().split():
         print(f"{tid}: {len(t['tests']['node_ids'])} node ids from {g}")
 PY
 fi
-python -m eval workload --plan-only --force --tasks $work/tasks --task-file $C/wl.txt \
+# (no workload to plan: references alone, e.g. Liger-Kernel #778 and #843 on their pins)
+[ -s $C/wl.txt ] && python -m eval workload --plan-only --force --tasks $work/tasks --task-file $C/wl.txt \
   --repo-path megatron-lm=$mirrors/NVIDIA+Megatron-LM/repo --repo-path liger-kernel=$mirrors/linkedin+Liger-Kernel/repo \
   --repo-path flash-linear-attention=$mirrors/fla-org+flash-linear-attention/repo --out $work/plan | tail -n 1
 # wheelhouses for the Megatron-LM and Liger-Kernel tasks only: the flash-linear-attention ones
