@@ -66,8 +66,8 @@ def gpu_company(listing: str, used_bytes: int | None = None) -> int | None:
     one of them) and, where `used_bytes` (the device's used memory, `torch.cuda.mem_get_info`)
     is given, from the memory none of the listed processes holds: more than `UNLISTED_BYTES` of
     it belongs to a process NVML does not list, so at least one. NVML inside a container may
-    list the caller alone: on the H100 on 2026-12-06 (calls 53-56) every score row said 0 while
-    fourteen reference processes ran beside it. None where NVML could not tell (no pynvml, or
+    list the caller alone: on the H100 on 2026-12-06 (call 53) score rows said 0 beside fifteen
+    reference streams, and beside four other scores. None where NVML could not tell (no pynvml, or
     no process listed, not even the caller). A time taken beside others measures their load
     as well: on the H200 (2026-12-06, call 51), the two gold runs of flash-linear-attention
     #3cb53c2adf scored while ten references ran beside them timed its kernels 16.4 and 9.4 ms

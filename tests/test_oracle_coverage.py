@@ -73,7 +73,7 @@ def test_each_check_is_counted_from_where_the_calls_left_it(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "gold PMR within 1 +- 0.03: 1 of the 1 verified" in out and "outside" not in out
     assert "timed with no other process" not in out  # no row says how it was timed
-    # the rows of 2026-12-06's calls 53-56 said `timed_beside` 0 beside fourteen references
+    # the rows of 2026-12-06's calls 53-56 said `timed_beside` 0 beside fifteen references
     # (NVML's list inside the sandbox): not read as timed alone
     (runs / "sgold" / "results.jsonl").write_text(json.dumps(row | {"timed_beside": 0}) + "\n")
     assert coverage([str(runs), "--tasks", str(tasks)]) == 0

@@ -120,7 +120,7 @@ def test_gpu_company_counts_the_other_processes_nvml_lists() -> None:
     assert gpu_company("GPU:0\nno processes are running") is None
     assert gpu_company("pynvml module not found, please install pynvml") is None
     # NVML inside a container may list the caller alone (2026-12-06, calls 53-56: 0 beside
-    # fourteen references): memory that no listed process holds is another process's
+    # fifteen reference streams): memory that no listed process holds is another process's
     alone = "GPU:0\nprocess     812307 uses     1234.000 MB GPU memory"
     assert gpu_company(alone, used_bytes=1300 * 2**20) == 0  # the caller's and the driver's
     assert gpu_company(alone, used_bytes=(1234 + 2048) * 2**20) == 1  # at least one unlisted
