@@ -9,7 +9,9 @@
 # references; after that day's third session: 7 min 56 s, 127 verified, 2 partial, all 827
 # verdicts identical to the working state's; 2026-12-06, after call 52 and with the copy rule
 # (curation/build.py `TaskBuilder.copies`): 12 min 18 s (the test suite ran beside it), 159
-# verified, 14 partial. Writes OUT/merge.log, OUT/verification_report.md.
+# verified, 14 partial; 2026-12-06, fourth session, after call 56: 10 min 5 s, 169 verified, 12
+# partial, all 827 verdicts and the partials identical to the working state's. Writes
+# OUT/merge.log, OUT/verification_report.md.
 # Usage: scripts/rebuild_state.sh MIRRORS OUT
 #   MIRRORS: a folder holding the `fetch` tool's bare repositories
 #   (linkedin+Liger-Kernel/repo, fla-org+flash-linear-attention/repo, NVIDIA+Megatron-LM/repo)
