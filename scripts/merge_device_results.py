@@ -32,6 +32,7 @@ import tarfile
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from core.errors import one_line
 from core.records import from_json
@@ -113,14 +114,14 @@ def _remeasured(run: Path, tdir: TaskDir) -> list[TaskFile]:
     return [f for f in (TaskFile.WORKLOAD_RESULT, TaskFile.WORKLOAD) if (run / f).is_file()]
 
 
-def _stale_partial(partial: Path, tdir: TaskDir) -> str:
-    """Why a partial reference is older than the directory's finished reference ("" when it
-    is not): written before the verdict was checked, or undated (before 2026-12-06's fourth
-    session) beside a reference.json."""
+def _stale_partial(partial: dict[str, Any], tdir: TaskDir) -> str:
+    """Why a partial reference (its JSON) is older than the directory's finished reference (""
+    when it is not): written before the verdict was checked, or undated (before 2026-12-06's
+    fourth session) beside a reference.json."""
     if not tdir.path(TaskFile.REFERENCE).is_file():
         return ""
     checked = tdir.load_task().verification.checked_at or ""
-    saved = str(json.loads(partial.read_text()).get("saved_at") or "")
+    saved = str(partial.get("saved_at") or "")
     if saved and saved > checked:
         return ""  # a rerun (--force) under way since the verdict
     return f"a partial reference ({saved or 'undated'}) older than the verdict ({checked}), skipped"
@@ -136,11 +137,12 @@ def merge_one(run: Path, tasks: Path) -> str:
         # made on (`eval.reference.resume_key`), so a stale one is never mixed in; one older
         # than the directory's verdict (a call merged again after a later one that finished
         # the task) would list a judged task among the partials to run again
-        stale = _stale_partial(run / PARTIAL, tdir)
+        partial = json.loads((run / PARTIAL).read_text())
+        stale = _stale_partial(partial, tdir)
         if stale:
             return stale
         shutil.copyfile(run / PARTIAL, tdir.path(PARTIAL))
-        runs = len(json.loads((run / PARTIAL).read_text()).get("runs") or ())
+        runs = len(partial.get("runs") or ())
         return f"partial: the selection and {runs} finished run(s) kept for the next call"
     ran = json.loads((run / "task.json").read_text())
     here = json.loads(tdir.path(TaskFile.TASK).read_text())
