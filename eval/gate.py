@@ -12,7 +12,8 @@ The rule (DESIGN.md, "Validity"):
   least `MIN_SPEEDUP` times faster than the setup state on the workload's metric (its total over
   the sizes), the totals' spreads apart (sum of gold p75 < sum of base p25; a size where the
   gold is slower is named in the reason), the gold at least `MIN_GOLD_US` in all, the base's
-  outputs within tolerance of the gold's); until it has one it stays `unverified: no workload`;
+  outputs within tolerance of the gold's, no gold call above `MAX_EFFICIENCY` times the GPU's
+  measured peak); until it has one it stays `unverified: no workload`;
 - every other task is `unverified` with the reason: no test launches a target, a package the
   tests import is missing (named), the gold fails (which tests, which failure class), flaky
   tests, no fail-to-pass test. A test that failed at the setup state by running out of GPU
@@ -37,7 +38,7 @@ from eval.model import (
     RunResult,
     Variant,
 )
-from eval.workload_model import MIN_GOLD_US, WorkloadResult, totals_separated
+from eval.workload_model import MAX_EFFICIENCY, MIN_GOLD_US, WorkloadResult, totals_separated
 
 MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
 
@@ -237,6 +238,17 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
         return False, (
             f"workload: the gold's {missed[0].label} call launches no target kernel "
             f"(it launched {seen[:200]})"
+        )
+    # a gold call faster than the GPU can move its tensors did not do its sizes' work (its
+    # grid or scalars were the test's): none of its times or outputs says anything
+    # (flash-linear-attention #449's first plan on the H200: 98-107x the copy peak)
+    skipped = [c for c in result.calls if (c.gold_efficiency or 0) > MAX_EFFICIENCY]
+    if skipped:
+        c = skipped[0]
+        return False, (
+            f"workload: the gold's {c.label} call ran at {c.gold_efficiency:.3g}x the GPU's "
+            f"measured peak for its sizes, so it did not do their work (a grid or scalar not "
+            f"scaled with its tensors?)"
         )
     base, gold = result.base_total_ms, result.gold_total_ms
     if not base or not gold:

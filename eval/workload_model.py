@@ -21,6 +21,10 @@ from eval.perf_scores import rebased
 WORKLOAD_SCHEMA_VERSION = 1
 
 MIN_GOLD_US = 100.0  # below this a kernel's time is mostly launch overhead
+# a gold call's bytes (or FLOPs) per second over the GPU's measured peak above this cannot be
+# the work its sizes say: the bytes are an estimate at most 3x off (forward and backward count
+# three times the tensors, `eval.workload_plan.estimate`), so more is a call that skipped it
+MAX_EFFICIENCY = 3.0
 
 
 class Source(StrEnum):

@@ -959,6 +959,15 @@ def _token_tensor(cap: Captured) -> Mapping[str, Any] | None:
     return largest
 
 
+def what_the_kernel_sees(call: WorkloadCall) -> tuple[Any, ...]:
+    """What of a kernel-level call decides the work its kernel does: a Triton kernel reads no
+    tensor's shape, only its launch grid, its scalar arguments and the contents of its index
+    tensors (their rule and parameters: an offsets tensor's total)."""
+    scalars = tuple((a.name, a.value) for a in call.args if not a.tensor)
+    contents = tuple((a.name, a.rule, sorted(a.params.items())) for a in call.args if a.tensor)
+    return call.grid, scalars, contents
+
+
 def scaled_calls(
     cap: Captured,
     mode: Mode,
@@ -966,19 +975,23 @@ def scaled_calls(
     renames: Mapping[int, int] | None = None,
     evidence: str = "",
     steps: Sequence[int] = SIZE_STEPS,
-) -> list[WorkloadCall]:
+) -> tuple[list[WorkloadCall], str]:
     """The captured launch at the smallest power-of-two multiple of its token dimension whose
     estimate reaches `MIN_GOLD_US` (small), and 4x and 16x that (typical, large), or at each
-    of `steps` times it."""
+    of `steps` times it; or none, and why. None when doubling the token dimension changes
+    nothing the kernel sees (`what_the_kernel_sees`): the larger tensors would be timed doing
+    the test's work (flash-linear-attention #449 on the H200, 2026-12-06: a varlen kernel's
+    leading dimension is its batch of 1, the grid and `cu_seqlens` stayed the test's, and the
+    gold "moved" 800 MB in 1.7 us, 100x the copy peak)."""
     big = _token_tensor(cap)
     if big is None:
-        return []
+        return [], f"{cap.kernel}: no tensor argument"
     tokens = int(big["shape"][0])
     numel = math.prod(big["shape"])
     renames = dict(renames or {})
     module = module_name(cap.file)
     if module is None:  # not an importable module path: nothing to call
-        return []
+        return [], f"{cap.file} is not an importable module"
     entry = Entry(module, cap.kernel, EntryKind.KERNEL)
     grid0 = [int(g) for g in cap.record.get("grid") or [1]]
 
@@ -1001,7 +1014,13 @@ def scaled_calls(
             )
         )
 
-    return _sized(at, 2**20, steps)[0]
+    if what_the_kernel_sees(at(1)) == what_the_kernel_sees(at(2)):
+        return [], (
+            f"{cap.kernel}: its grid, scalars and index tensors do not grow with the leading "
+            f"dimension ({tokens}) of its largest tensor"
+        )
+    calls = _sized(at, 2**20, steps)[0]
+    return calls, f"{cap.kernel} at {len(calls)} sizes"
 
 
 def _sized(
@@ -1049,18 +1068,16 @@ def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[Workloa
     configs.sort(key=lambda ec: ec[1]["hidden_size"])
     unique = list({tuple(c[k] for k in sorted(named)): (ev, c) for ev, c in configs}.values())
     chosen = [unique[0], unique[len(unique) // 2], unique[-1]] if len(unique) >= 3 else unique
-    calls = []
+    calls, why = [], ""
     for lb, (ev, cfg) in zip(LABELS[-len(chosen) :], chosen, strict=True):
         renames = {named[k]: cfg[k] for k in named}
-        typical = [
-            c
-            for c in scaled_calls(cap, mode, Source.MODEL_CONFIG, renames, ev)
-            if c.label is SizeLabel.SMALL
-        ]
+        scaled, why = scaled_calls(cap, mode, Source.MODEL_CONFIG, renames, ev)
+        typical = [c for c in scaled if c.label is SizeLabel.SMALL]
         calls += [
             replace(c, label=lb, dims={**c.dims, **{k: cfg[k] for k in named}}) for c in typical
         ]
-    return calls, f"{len(configs)} configurations name {', '.join(sorted(named))}"
+    found = f"{len(configs)} configurations name {', '.join(sorted(named))}"
+    return calls, found if calls else f"{found}, but {why}"
 
 
 # --- the plan ----------------------------------------------------------------------------------
@@ -1094,8 +1111,8 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
                 "(a kernel-level call would not fit the gold)"
             )
         else:
-            calls = scaled_calls(captured, mode, steps=steps)
-            tried.append(f"{Source.SCALED_TEST_CALL}: {len(calls)} sizes")
+            calls, note = scaled_calls(captured, mode, steps=steps)
+            tried.append(f"{Source.SCALED_TEST_CALL}: {note}")
     why = "" if calls else "no source gave a call: " + "; ".join(tried)
     return Workload(task.task_id, metric, why_metric, tuple(calls), why, tuple(tried))
 

@@ -873,7 +873,7 @@ def _capture(tokens: int = 8, cols: int = 64) -> Captured:
 
 
 def test_the_scaling_rule_reaches_100_us_along_the_token_dimension() -> None:
-    calls = scaled_calls(_capture(), Mode.FORWARD)
+    calls, _ = scaled_calls(_capture(), Mode.FORWARD)
     assert [c.label for c in calls] == [SizeLabel.SMALL, SizeLabel.TYPICAL, SizeLabel.LARGE]
     small = calls[0]
     assert small.estimate_us >= 100
@@ -888,7 +888,7 @@ def test_the_scaling_rule_reaches_100_us_along_the_token_dimension() -> None:
     assert [c.args[0].shape[0] for c in calls] == [tokens, 4 * tokens, 16 * tokens]
     assert small.entry.kind is EntryKind.KERNEL and small.entry.module == "pkg.ops.rowscale"
     # a cold_wall_time sequence: eight token counts, the grid following each
-    seq = scaled_calls(_capture(), Mode.FORWARD, steps=SERVICE_STEPS)
+    seq, _ = scaled_calls(_capture(), Mode.FORWARD, steps=SERVICE_STEPS)
     assert [c.args[0].shape[0] for c in seq] == [k * tokens for k in SERVICE_STEPS]
     assert [c.grid for c in seq] == [(k * tokens,) for k in SERVICE_STEPS]
     assert [c.label for c in seq].count(SizeLabel.STEP) == 5
@@ -926,7 +926,7 @@ def _contig(shape: list[int]) -> list[int]:
 
 
 def test_a_decode_launch_scales_its_batch_not_its_cache_or_its_constexprs() -> None:
-    calls = scaled_calls(_decode_capture(), Mode.FORWARD)
+    calls, _ = scaled_calls(_decode_capture(), Mode.FORWARD)
     assert calls
     small = {a.name: a for a in calls[0].args}
     rows = small["x_ptr"].shape[0]
@@ -944,6 +944,39 @@ def test_a_decode_launch_scales_its_batch_not_its_cache_or_its_constexprs() -> N
     assert small["state_len"].value == 2
     assert small["WIDTH"].value == 4 and small["w_c_stride"].value == 4
     assert small["x_b_stride"].value == 192 and small["state_b_stride"].value == 1536
+
+
+def _varlen_capture() -> Captured:
+    """A variable-length chunked kernel's launch (made up for this test, in the layout
+    flash-linear-attention's varlen kernels use): tensors [1, T, H, K] whose leading dimension
+    is a batch of one, the sequences given by `cu_seqlens`, one program per chunk and head."""
+
+    def t(shape: list[int], dtype: str = "torch.float16") -> dict[str, object]:
+        return {"shape": shape, "dtype": dtype, "stride": list(_contig(shape))}
+
+    rec = {
+        "grid": [19, 3],
+        "params": ["k", "h", "dk", "cu_seqlens", "T", "H", "K", "BT"],
+        "args": [t([1, 1000, 3, 128]), t([1, 19, 3, 128, 128]), t([1, 1000, 3, 128]),
+                 {"shape": [11], "dtype": "torch.int32", "stride": [1],
+                  "int_stats": {"min": 0, "max": 1000, "negative": 0.0, "monotone": True}},
+                 1000, 3, 128, 64],
+        "kwargs": {"BT": 64},
+        "constexprs": {"BT": 64},
+        "numel": 2 * 1000 * 3 * 128 + 19 * 3 * 128 * 128,
+    }  # fmt: skip
+    return Captured("chunk_bwd_kernel_dk", "pkg/ops/chunk.py", rec)
+
+
+def test_a_launch_whose_work_does_not_grow_with_its_tensors_is_not_scaled() -> None:
+    """Doubling a batch of one changes neither the grid, nor a scalar, nor `cu_seqlens`: the
+    kernel would do the test's work on larger tensors (what the H200 timed for
+    flash-linear-attention #449: 800 MB "moved" in 1.7 us). No scaled call, and the reason."""
+    calls, why = scaled_calls(_varlen_capture(), Mode.BACKWARD)
+    assert calls == []
+    assert "do not grow with the leading dimension (1)" in why and "chunk_bwd_kernel_dk" in why
+    # a launch whose grid follows its rows still scales (the first test's kernel)
+    assert scaled_calls(_capture(), Mode.FORWARD)[0]
 
 
 def test_labels_stay_an_index_and_a_token_named_constexpr_scales() -> None:
@@ -964,7 +997,7 @@ def test_labels_stay_an_index_and_a_token_named_constexpr_scales() -> None:
     ]
     rec["kwargs"] = {"BLOCK": 64, "T": 8, "num_warps": 8}
     rec["constexprs"] = {"BLOCK": 64, "T": 8}  # fmt: skip
-    call = scaled_calls(replace(cap, record=rec), Mode.FORWARD)[0]
+    call = scaled_calls(replace(cap, record=rec), Mode.FORWARD)[0][0]
     args = {a.name: a for a in call.args}
     rows = args["x_ptr"].shape[0]
     assert args["y_ptr"].rule == "index" and args["y_ptr"].shape == (rows,)
@@ -988,7 +1021,7 @@ def test_a_stride_follows_its_tensor_when_the_tokens_grow() -> None:
     rec["params"] = ["x_ptr", "w_ptr", "out_ptr", "n_cols", "stride_x_col"]
     x = {"shape": [8, 64], "dtype": "torch.float32", "stride": [1, 8]}
     rec["args"] = [x, rec["args"][1], rec["args"][2], 64, 8]
-    call = scaled_calls(replace(cap, record=rec), Mode.FORWARD)[0]
+    call = scaled_calls(replace(cap, record=rec), Mode.FORWARD)[0][0]
     rows = call.args[0].shape[0]
     assert call.args[0].stride == (1, rows) and call.args[4].value == rows
     # a row-major input whose row stride (and width) happen to equal the token count keeps them
@@ -996,7 +1029,7 @@ def test_a_stride_follows_its_tensor_when_the_tokens_grow() -> None:
     rec = dict(square.record)
     rec["params"] = ["x_ptr", "w_ptr", "out_ptr", "n_cols", "x_row_stride"]
     rec["args"] = [*rec["args"][:3], 8, 8]
-    call = scaled_calls(replace(square, record=rec), Mode.FORWARD)[0]
+    call = scaled_calls(replace(square, record=rec), Mode.FORWARD)[0][0]
     assert call.args[0].shape[0] > 8 and call.args[3].value == 8 and call.args[4].value == 8
 
 
@@ -1010,7 +1043,7 @@ def test_offsets_scale_with_the_tokens_and_labels_keep_their_range() -> None:
                    {"shape": [64], "dtype": "torch.int64", "stride": [1],
                     "int_stats": {"min": -100, "max": 999, "negative": 0.25,
                                   "monotone": False}}]  # fmt: skip
-    call = scaled_calls(replace(cap, record=rec), Mode.FORWARD)[0]
+    call = scaled_calls(replace(cap, record=rec), Mode.FORWARD)[0][0]
     tokens = call.args[0].shape[0]
     cu, labels = call.args[4], call.args[5]
     assert cu.rule == "offsets" and cu.params["total"] == tokens and cu.shape == (5,)
@@ -1262,6 +1295,20 @@ def test_a_size_whose_gold_launches_no_target_does_not_count() -> None:
     assert workload_verdict(result)[0]  # no kernel names given: not checked
     reached = replace(good, calls=(launched[0], replace(last, gold_launched=None)))
     assert workload_verdict(reached, ["_rms_norm_backward_kernel"])[0]  # not recorded: no claim
+
+
+def test_a_gold_faster_than_the_gpu_can_move_its_tensors_is_no_measurement() -> None:
+    """flash-linear-attention #449's first plan on the H200 (2026-12-06): the gold "moved" 800
+    MB in 1.7 us, about 100x the copy peak, because the launch kept the test's grid. Its base
+    and gold times, and their outputs (the gate read a mismatch first), say nothing; 1.3x the
+    peak, what a forward-and-backward estimate may give, is no such sign."""
+    good = _result(base=1.0, gold=0.5)
+    first, last = good.calls
+    wrong = replace(last, gold_efficiency=107.0, base_matches=False)
+    skipped = replace(good, calls=(replace(first, gold_efficiency=1.3), wrong))
+    ok, why = workload_verdict(skipped)
+    assert not ok and "large call ran at 107x the GPU's measured peak" in why
+    assert workload_verdict(replace(good, calls=(replace(first, gold_efficiency=1.3), last)))[0]
 
 
 def test_decide_uses_the_workload_for_optimization_tasks(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ L=$(left); [ -s $C/wl.txt ] && [ $L -gt 100 ] && timeout -k 30 -s INT $(( L - 15
   --task-file $C/wl.txt $R --wheelhouse $C/wh --rounds 2 --memcheck --timeout 150 --deadline $(( L - 120 )) \
   --scratch /tmp/sw --triton-cache /tmp/tw --out /tmp/ws > $O/wl.log 2>&1
 echo "workloads rc $? after $(( $(date +%s) - S )) s" >> $O/wl.log
-mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
+# a fresh pack: a warm machine keeps /tmp, and call 58 returned call 57's logs and scores again
+rm -rf /tmp/pack && mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name 'workload*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
 # the plan a result was measured on, even when the carry brought it (older than machine.txt)
 ( cd $T && for r in */workload_result.json; do [ $r -nt $O/machine.txt ] && [ -f ${r%_result.json}.json ] && echo ./${r%_result.json}.json; done | tar -rf /tmp/pack/tasks_c.tar -T - 2>/dev/null )

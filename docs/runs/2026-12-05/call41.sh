@@ -44,7 +44,8 @@ if [ -s $C/score.txt ] && [ ${GOLD_JOBS:-4} -gt 0 ]; then
 fi
 wait
 new_gold $C/n0.txt $(( END - ($(date +%s) - S) )) 8
-mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
+# a fresh pack: a warm machine keeps /tmp, and call 58 returned call 57's logs and scores again
+rm -rf /tmp/pack && mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
 ( cd /tmp && find sgold sgold_new* -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 2>/dev/null | tar --null -cf /tmp/pack/scores.tar -T - )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
