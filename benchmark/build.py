@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchmarkError
-from benchmark.schema import row_status, split_setup
+from benchmark.schema import SIDE_TABLES, SideTable, row_status, split_setup
 from core.errors import CoreError, RecordError
 from core.files import output_lock, read_json, write_json
 from core.records import from_json
@@ -107,9 +107,10 @@ class _Default:
 
 
 @dataclass(frozen=True)
-class _Workloads:
-    """A release's `workloads` config file: the workload of every task of the folder that has
-    one, as its directory held it at the build (the config shows the newest file)."""
+class _SideFile:
+    """A release's file of a side table (`benchmark.schema.SIDE_TABLES`: the workload or the
+    environment of every task of the folder that has one, as its directory held it at the
+    build; the config shows the newest file)."""
 
     file: str
     sha256: str
@@ -125,7 +126,8 @@ class _Release:
     added: tuple[str, ...] = ()
     withdrawn: tuple[str, ...] = ()
     defaults: dict[str, _Default] = field(default_factory=dict)
-    workloads: _Workloads | None = None
+    workloads: _SideFile | None = None
+    environments: _SideFile | None = None
     # task id -> a new verdict of a released task that was not verified and is not now (its
     # reason changed): the card counts it, no config file holds it
     verdicts: dict[str, Any] = field(default_factory=dict)
@@ -292,8 +294,9 @@ def _build(
         name: _write_default(out, name, version, frozen[name]["tasks"], shown, rows, changed)
         for name, changed in moved.items()
     }
-    workloads = _write_workloads(out, version, tasks_root, sorted(set(rows) & _all_ids(all_splits)),
-                                 manifest)  # fmt: skip
+    in_splits = sorted(set(rows) & _all_ids(all_splits))
+    sides = {t.name: _write_side(out, version, tasks_root, in_splits, manifest, t)
+             for t in SIDE_TABLES}  # fmt: skip
     manifest["releases"].append(
         {
             "version": version,
@@ -303,7 +306,7 @@ def _build(
             "added": fresh,
             "withdrawn": withdrawn,
             **({"defaults": defaults} if defaults else {}),
-            **({"workloads": workloads} if workloads else {}),
+            **{name: entry for name, entry in sides.items() if entry},
             **({"verdicts": noted} if noted else {}),
         }
     )
@@ -489,28 +492,31 @@ def _all_ids(splits: dict[str, list[str]]) -> set[str]:
     return {t for ids in splits.values() for t in ids}
 
 
-def _write_workloads(
-    out: Path, version: str, tasks_root: Path, ids: Sequence[str], manifest: dict[str, Any]
+def _write_side(
+    out: Path,
+    version: str,
+    tasks_root: Path,
+    ids: Sequence[str],
+    manifest: dict[str, Any],
+    table: SideTable,
 ) -> dict[str, Any] | None:
-    """The `workloads` config's file of this version; None when no task has a workload, or
-    when the rows are those of the newest file already there (the config keeps showing it)."""
+    """The side table's file of this version; None when no task has a row, or when the rows
+    are those of the newest file already there (the config keeps showing it)."""
     import pyarrow.parquet as pq
     from datasets import Dataset
 
-    from benchmark.schema import workload_features, workload_row
-
-    found = [w for w in (workload_row(TaskDir(tasks_root / t)) for t in ids) if w is not None]
+    found = [w for w in (table.row(TaskDir(tasks_root / t)) for t in ids) if w is not None]
     if not found:
         return None
-    from benchmark.card import latest_workloads
+    from benchmark.card import latest_side
 
-    before = latest_workloads(manifest)
+    before = latest_side(manifest, table.name)
     if before and pq.read_table(out / "data" / before["file"]).to_pylist() == found:
         return None
-    fname = f"workloads/workloads-v{version.replace('.', '_')}.parquet"
+    fname = f"{table.name}/{table.name}-v{version.replace('.', '_')}.parquet"
     path = out / "data" / fname
     path.parent.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(found, features=workload_features()).to_parquet(str(path))
+    Dataset.from_list(found, features=table.features()).to_parquet(str(path))
     return {"file": fname, "sha256": _sha256(path), "tasks": [w["task_id"] for w in found]}
 
 

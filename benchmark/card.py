@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.errors import BenchmarkError
-from benchmark.schema import card_fields, row_status
+from benchmark.schema import SIDE_TABLES, card_fields, row_status
 from core.files import write_atomic
 from eval.gate import reason_kind
 
@@ -39,9 +39,10 @@ def latest_defaults(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def latest_workloads(manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """The newest `workloads` config file's entry (a release writes one only when it changed)."""
-    found = [r["workloads"] for r in manifest["releases"] if r.get("workloads")]
+def latest_side(manifest: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The newest file entry of the side table `name` (`benchmark.schema.SIDE_TABLES`; a
+    release writes one only when its rows changed)."""
+    found = [r[name] for r in manifest["releases"] if r.get(name)]
     return found[-1] if found else None
 
 
@@ -88,10 +89,11 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
     for name in sorted(files):
         for fname, meta in sorted(files[name].items()):
             by_fw[meta["framework"]].append((name, fname))
-    workloads = latest_workloads(manifest)
-    if workloads:  # every task's workload as its directory held it then
-        lines += ["- config_name: workloads", "  data_files:", "  - split: train",
-                  f"    path: data/{workloads['file']}"]  # fmt: skip
+    for table in SIDE_TABLES:
+        entry = latest_side(manifest, table.name)
+        if entry:  # table.about
+            lines += [f"- config_name: {table.name}", "  data_files:", "  - split: train",
+                      f"    path: data/{entry['file']}"]  # fmt: skip
     for fw in sorted(by_fw):
         lines += [f"- config_name: {fw}", "  data_files:"]
         per_split: dict[str, list[str]] = defaultdict(list)

@@ -301,6 +301,44 @@ def workload_features() -> Any:
     return Features({k: _feature(t) for k, t in WORKLOAD_COLUMNS.items()})
 
 
+# The `environments` config: one row per task with an env.json, its pins (the task rows' `env`
+# column, for every task of the folder: rows released before their directories were pinned
+# have none, and released rows are never rewritten).
+ENVIRONMENT_COLUMNS: dict[str, DType] = {"task_id": S, **ENV}
+
+
+def environment_row(tdir: TaskDir) -> dict[str, Any] | None:
+    """A task's pinned environment (None without env.json)."""
+    env = _env(TaskSource(tdir))
+    return None if env is None else {"task_id": tdir.id, **env}
+
+
+def environment_features() -> Any:
+    from datasets import Features
+
+    return Features({k: _feature(t) for k, t in ENVIRONMENT_COLUMNS.items()})
+
+
+@dataclass(frozen=True)
+class SideTable:
+    """A config beside the splits with one row per task of the folder that has one: a file of
+    its own per version, written only when its rows changed (the card's config shows the newest
+    file; the manifest's release entry names it under `name`)."""
+
+    name: str
+    row: Callable[[TaskDir], dict[str, Any] | None]
+    features: Callable[[], Any]
+    about: str  # what the card's YAML comment says of it
+
+
+SIDE_TABLES = (
+    SideTable("workloads", workload_row, workload_features,
+              "every task's workload as its directory held it then"),
+    SideTable("environments", environment_row, environment_features,
+              "every task's pinned environment, released rows included"),
+)  # fmt: skip
+
+
 def _feature(dtype: DType) -> Any:
     from datasets import List, Value
 

@@ -56,9 +56,9 @@ def workloads(folder: Path) -> dict[str, dict]:
         return {}
     import pyarrow.parquet as pq
 
-    from benchmark.card import latest_workloads
+    from benchmark.card import latest_side
 
-    entry = latest_workloads(json.loads((folder / "manifest.json").read_text()))
+    entry = latest_side(json.loads((folder / "manifest.json").read_text()), "workloads")
     if entry is None:
         return {}
     return {r["task_id"]: r for r in pq.read_table(folder / "data" / entry["file"]).to_pylist()}

@@ -66,6 +66,30 @@ def released(tmp_path: Path) -> tuple[TinyRepo, Path]:
     return repo, tmp_path
 
 
+def test_the_environments_config_gives_every_task_its_pins(
+    released, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A side table beside the splits (`benchmark.schema.SIDE_TABLES`): the pins of each task
+    with an env.json, the same as its row's `env`, so that rows released before their
+    directories were pinned (356 of release 1.20.0's) can be given theirs without rewriting
+    them; a later build whose pins are the same writes no new file."""
+    import datasets
+
+    _, root = released
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    dist = root / "dist"
+    envs = datasets.load_dataset(str(dist), "environments", download_mode="force_redownload")
+    rows = {r["task_id"]: r for r in envs["train"]}
+    tasks = datasets.load_dataset(str(dist), "all", download_mode="force_redownload")
+    by_id = {r["task_id"]: r for split in tasks.values() for r in split}
+    assert sorted(rows) == sorted(by_id) == ["fw__1__add_kernel", "fw__2__add_kernel"]
+    for tid, row in rows.items():
+        assert row["torch"] and row["triton"] and row["python"]
+        assert {k: v for k, v in row.items() if k != "task_id"} == by_id[tid]["env"]
+    files = sorted((dist / "data" / "environments").iterdir())
+    assert [f.name for f in files] == ["environments-v1_0_0.parquet"]
+
+
 def test_first_release_loads_offline_with_declared_features(
     released, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,7 +113,8 @@ def test_first_release_loads_offline_with_declared_features(
     # a config per framework
     assert datasets.load_dataset(str(dist), "fw")["test"].num_rows == 1
     names = sorted(p.name for p in (dist / "data").iterdir())
-    assert names == ["dev-00000-of-00001.parquet", "test-00000-of-00001.parquet"]
+    # the split files, and the environments side table's folder (its own test)
+    assert names == ["dev-00000-of-00001.parquet", "environments", "test-00000-of-00001.parquet"]
 
 
 def test_card_has_configs_sections_stats_and_plots(released) -> None:
@@ -111,7 +136,11 @@ def test_regeneration_adds_exactly_the_new_tasks_and_freezes_released_splits(
 ) -> None:
     repo, root = released
     data = root / "dist" / "data"
-    frozen = {p.name: sha(p) for p in data.iterdir()}
+
+    def files() -> dict[str, str]:
+        return {str(p.relative_to(data)): sha(p) for p in data.rglob("*") if p.is_file()}
+
+    frozen = files()
     repo.write("pkg/ops/scale.py", SCALE_KERNEL)
     repo.commit("Add a scale kernel (#3)")
     repo.write("pkg/ops/square.py", HELPER_KERNEL)
@@ -127,9 +156,11 @@ def test_regeneration_adds_exactly_the_new_tasks_and_freezes_released_splits(
     assert not (root / "tasks" / "fw__3__scale_kernel").exists()
     # the real run
     assert regenerate(repo, root, "1.1.0") == 0
-    assert {p.name: sha(p) for p in data.iterdir() if p.name in frozen} == frozen
-    new_files = sorted(p.name for p in data.iterdir() if p.name not in frozen)
-    assert new_files == ["test_v1_1_0-00000-of-00001.parquet"]
+    assert {k: v for k, v in files().items() if k in frozen} == frozen
+    new_files = sorted(k for k in files() if k not in frozen)
+    # the new split, and the environments table with the two new tasks' pins
+    assert new_files == ["environments/environments-v1_1_0.parquet",
+                         "test_v1_1_0-00000-of-00001.parquet"]  # fmt: skip
     import datasets
 
     ds = datasets.load_dataset(str(root / "dist"))
