@@ -381,7 +381,7 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
     from eval.gate import retype
     from eval.model import Reference
-    from eval.reference import hardware_verdict, launches_seen, rejudge
+    from eval.reference import hardware_verdict, launches_seen, pinned_triton, rejudge
     from eval.workload_model import WorkloadResult
 
     n = changed = 0
@@ -396,7 +396,7 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
             continue
         workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
         task = tdir.load_task()
-        new, verdict = rejudge(task, old, workload)
+        new, verdict = rejudge(task, old, workload, pinned_triton(tdir))
         n += 1
         if verdict is not None:
             tdir.record_verification(verdict, old.node_ids, launches_seen(task, old.runs),

@@ -49,6 +49,10 @@ SELECTION_FAILED = "the selection run failed"
 NO_FAIL_TO_PASS = "no test fails at the setup state and passes with the gold"
 SETUP_UNRUNNABLE = "the setup state fails before its tests run (infra), not in them"
 NO_LAUNCH = "no test launches a target kernel"
+# a selection run that failed to compile on another Triton than the task's environment pins
+# (2026-12-06: 23 of the 30 such tasks are pinned to Triton 2.1 or 2.2, flash-linear-attention of
+# January and February 2024; the device has 3.6): what it would take is that Triton
+TRITON_DRIFT = "the code does not compile on this Triton, not the task's pinned one"
 # pytest collected nothing where the selection looked (its exit 5): the commit has no pytest
 # test for it, only scripts (flash-linear-attention of December 2023: `test_retention.py` at the
 # root runs under `if __name__ == "__main__"`; #d39f1ea7ab, #bdf762f839, #bd99ba2e72 had read
@@ -344,6 +348,11 @@ def observed(run: RunResult, node_ids: Sequence[str]) -> dict[str, str]:
     return {n: got.get(n, "absent") for n in node_ids}
 
 
+def _minor(version: str) -> str:
+    """`major.minor` of a version (`3.6.0+git` -> `3.6`)."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
 def decide(
     task: Task,
     node_ids: Sequence[str],
@@ -352,8 +361,10 @@ def decide(
     env: Environment,
     selection: RunResult | None = None,
     workload: WorkloadResult | None = None,
+    pinned_triton: str | None = None,
 ) -> tuple[Verification, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """(verdict, fail_to_pass, pass_to_pass, flaky) over the kept node ids."""
+    """(verdict, fail_to_pass, pass_to_pass, flaky) over the kept node ids. `pinned_triton`:
+    the Triton version the task's environment pins (env.json), when known."""
     when = datetime.now(UTC).isoformat(timespec="seconds")
 
     def verdict(status: VerificationStatus, reason: str) -> Verification:
@@ -380,6 +391,16 @@ def decide(
             selection is not None and selection.exit_code == PYTEST_NO_TESTS and not selection.tests
         ):
             why = NO_TEST + aside
+        elif (
+            selection is not None
+            and selection.failure is FailureClass.COMPILE_ERROR
+            and pinned_triton
+            and _minor(pinned_triton) != _minor(env.triton)
+        ):
+            why = (
+                f"{TRITON_DRIFT} (here {env.triton}, pinned {pinned_triton}): "
+                f"{selection.detail[:160]}{aside}"
+            )
         elif selection is not None and selection.failure is not FailureClass.NONE:
             why = f"{SELECTION_FAILED} ({selection.failure}): {selection.detail[:160]}{aside}"
         else:

@@ -374,7 +374,8 @@ def run_reference(
     base = [r for r in results if r.variant is Variant.BASE]
     gold = [r for r in results if r.variant is Variant.GOLD]
     workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
-    verdict, f2p, p2p, flaky = decide(task, node_ids, base, gold, env, selection, workload)
+    verdict, f2p, p2p, flaky = decide(task, node_ids, base, gold, env, selection, workload,
+                                      pinned_triton(tdir))  # fmt: skip
     ref = Reference(
         task_id=task.task_id,
         environment=env,
@@ -506,8 +507,19 @@ def launches_seen(task: Task, runs: Sequence[RunResult]) -> tuple[str, ...]:
     return tuple(seen[n] for n in sorted(seen))
 
 
+def pinned_triton(tdir: TaskDir) -> str | None:
+    """The Triton version the task's environment pins (env.json; None without one)."""
+    from envbuild.model import EnvSpec
+
+    spec = tdir.load(TaskFile.ENV, EnvSpec)
+    return spec.triton.value if spec is not None and spec.triton.value else None
+
+
 def rejudge(
-    task: Task, ref: Reference, workload: WorkloadResult | None = None
+    task: Task,
+    ref: Reference,
+    workload: WorkloadResult | None = None,
+    triton_pin: str | None = None,
 ) -> tuple[Reference, Verification | None]:
     """Recompute the lists and the verdict from the stored runs (no rerun: judging rules may
     change after an expensive GPU session). References of runs before node-id selection are
@@ -527,7 +539,7 @@ def rejudge(
                       validity_note=note)  # fmt: skip
         return new, None
     verdict, f2p, p2p, flaky = decide(task, ref.node_ids, base, gold, ref.environment,
-                                      ref.selection, workload)  # fmt: skip
+                                      ref.selection, workload, triton_pin)  # fmt: skip
     # when and on which setup state the runs were made, not when they were judged again
     verdict = replace(verdict, checked_at=task.verification.checked_at or verdict.checked_at,
                       setup=task.verification.setup)  # fmt: skip

@@ -266,7 +266,7 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     from curation.model import Verification, VerificationStatus
     from eval.gate import retype, workload_verdict
     from eval.model import Reference
-    from eval.reference import rejudge
+    from eval.reference import pinned_triton, rejudge
 
     ref = tdir.load(TaskFile.REFERENCE, Reference)
     if ref is None or not ref.node_ids:
@@ -275,7 +275,7 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
         tdir.record_verification(Verification(VerificationStatus.UNVERIFIED, reason,
                                               result.measured_at, result.environment))  # fmt: skip
         return f"; workload {'passes' if ok else 'fails'} the gate ({why}); no reference run"
-    new, verdict = rejudge(task, ref, result)
+    new, verdict = rejudge(task, ref, result, pinned_triton(tdir))
     tdir.store(TaskFile.REFERENCE, new)
     if verdict is not None:
         retyped = retype(task, verdict, new.fail_to_pass, ref.runs)

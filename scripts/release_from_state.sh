@@ -3,9 +3,10 @@
 # `scripts/rebuild_state.sh` makes and the GPU calls' merges keep up to date: the tasks the
 # release already holds (its `all` config) and every state task with a reference, copied (the
 # state is never written), their environments pinned (`python -m envbuild`: the dataset's
-# `env` column; until 2026-12-06 the releases were built without it and 364 of 391 rows have
-# none), checked (`python -m curation.check`: a task with an error is held back and named),
-# then `python -m benchmark build`. Prints the folder it built from and writes its
+# `env` column and the `environments` config; until 2026-12-06 the releases were built without
+# it and 356 of their 383 rows have none), judged again with those pins (`eval rejudge`),
+# checked (`python -m curation.check`: a task with an error is held back and named), then
+# `python -m benchmark build`. Prints the folder it built from and writes its
 # verification tables beside it (`verification_report.md`, for docs/verification.md).
 # Usage (repository root, venv active): release_from_state.sh STATE MIRRORS VERSION [--dry-run]
 set -euo pipefail
@@ -42,6 +43,9 @@ python -m envbuild --tasks "$rel" --no-lint \
   --repo-path megatron-lm="$mirrors/NVIDIA+Megatron-LM/repo" > "$out/envbuild.log" 2>&1
 tail -n 3 "$out/envbuild.log"
 rm -f "$rel/env_summary.json"
+# judged again with the pins at hand (a compile failure on another Triton than the pinned one
+# says so: eval.gate.TRITON_DRIFT); the runs are the state's, only the reasons can change
+python -m eval rejudge --tasks "$rel" | tail -n 1
 # a task curation.check rejects is held back, by name, and the rest is checked again
 python -m curation.check --tasks "$rel" > "$out/check.log" || true
 grep '^ERROR' "$out/check.log" | while read -r _ id rest; do

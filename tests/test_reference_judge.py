@@ -349,6 +349,38 @@ def test_a_selection_that_collected_no_test_says_so_not_that_it_failed() -> None
     assert verdict.reason.startswith("the selection run failed (infra)")
 
 
+def test_a_compile_failure_on_another_triton_than_the_pinned_one_says_so(tmp_path) -> None:
+    """Flash-linear-attention of January 2024 (#ccc55cf4b1, H200): its selection run failed to
+    compile on Triton 3.6, and its environment pins Triton 2.1.0 (23 of the 30 such tasks are
+    pinned to 2.1 or 2.2): the verdict names both versions, what a rerun here cannot change.
+    A compile failure on the pinned version, or without a pin, reads as before."""
+    from core.files import write_record
+    from curation.taskdir import TaskDir, TaskFile
+    from envbuild.model import EnvSpec, Layer, LayerKind, Pin, PinSource
+    from eval.gate import TRITON_DRIFT
+    from eval.reference import pinned_triton
+
+    why = "E   triton.compiler.errors.CompilationError: at 60:14:"
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.COMPILE_ERROR, False, (), 30.0,
+                    detail=why)  # fmt: skip
+    verdict, *_ = decide(task(TaskType.FEATURE), [], [], [], ENV, sel, None, "2.1.0")
+    assert verdict.status == "unverified"
+    assert verdict.reason == f"{TRITON_DRIFT} (here 3.6, pinned 2.1.0): {why}"
+    for pin in ("3.6.0", None):
+        verdict, *_ = decide(task(TaskType.FEATURE), [], [], [], ENV, sel, None, pin)
+        assert verdict.reason.startswith("the selection run failed (compile_error)")
+    # the pin comes from the task's env.json
+    tdir = TaskDir(tmp_path / "t")
+    tdir.root.mkdir()
+    assert pinned_triton(tdir) is None
+    p = Pin("x", "1", PinSource.DEFAULT, "test")
+    layers = tuple(Layer(k, f"tag-{k}", None, "FROM scratch\n") for k in LayerKind)
+    triton = Pin("triton", "2.1.0", PinSource.DATE, "releases.json")
+    spec = EnvSpec("t", "fw", "pip-editable", "c", "2024-01-09", p, p, triton, p, (), layers)
+    write_record(tdir.path(TaskFile.ENV), spec)
+    assert pinned_triton(tdir) == "2.1.0"
+
+
 def test_a_selection_whose_every_test_wants_more_gpus_is_out_of_scope() -> None:
     """flash-linear-attention #774 on one H200 (2026-12-03): its context-parallel tests all
     skipped with "At least 2 GPUs required" (or 4); curation had read one GPU from the files
