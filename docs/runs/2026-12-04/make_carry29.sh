@@ -11,7 +11,7 @@
 # would let run; the call takes the first two (or KEYS="k1 k2").
 # score.txt (since 2026-12-05, sixth session): the verified tasks on the carried keys the gold
 # oracle has not scored, and gold.jsonl, their gold targets (call41.sh scores them beside).
-# Usage (repository root, venv active): [KEYS=...] [NO_TEST=1] [OPT=1] [WH_IDS=FILE] [WH_ADD=FILE] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
+# Usage (repository root, venv active): [KEYS=...] [NO_TEST=1] [OPT=1] [TRITON2=1] [WH_IDS=FILE] [WH_ADD=FILE] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
 set -euo pipefail
 state=${1:?usage: make_carry29.sh STATE MIRRORS WHEELHOUSES}; mirrors=${2:?}; wh=${3:?}
 T=$state/tasks; C=.carry/f; work=$(mktemp -d)
@@ -33,7 +33,13 @@ from curation.taskdir import TaskFile, task_dirs
 root = Path(sys.argv[1])
 for td in task_dirs(root):
     d = root / td.id
-    pins = package_pins(td.load(TaskFile.ENV, EnvSpec))
+    spec = td.load(TaskFile.ENV, EnvSpec)
+    pins = package_pins(spec)
+    # pinned to Triton 2 (flash-linear-attention before March 2024): on the device's Triton
+    # 3.6, 23 of the 35 such references run so far failed to compile and 5 verified (Triton 3
+    # pins: about 45%; 2026-12-06, docs/verification.md); TRITON2=1 admits them anyway
+    if spec.triton.value.startswith("2.") and os.environ.get("TRITON2") != "1":
+        continue
     t = json.loads((d / "task.json").read_text())
     ref = (d / "reference.json").exists() or (d / "reference.partial.json").exists()
     if not pins or (ref and "not import with the installed" not in t["verification"]["reason"]):
