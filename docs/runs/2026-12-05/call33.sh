@@ -6,6 +6,7 @@
 #   2. then, on a quiet GPU, the workloads of wl.txt in order until END; resumable, a cut one
 #      is timed again by the next call.
 # Usage: [CARRY=.carry/t] call33.sh [END seconds, default 520] [REF seconds, default 270]
+# (a carry with control.txt times those tasks' setup state beside base and gold first)
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 S=$(date +%s); END=${1:-520}; REF=${2:-270}; left() { echo $(( END - ($(date +%s) - S) )); }
@@ -17,12 +18,24 @@ R=""; for b in flash-linear-attention:fla liger-kernel:lig megatron-lm:mlm; do
   --task-file $C/ref.txt $R --force --wheelhouse $C/wh --timeout 420 --runs 3 --deadline 30 \
   --jobs $(wc -l < $C/ref.txt) --out /tmp/rs --scratch /tmp/ss --triton-cache /tmp/tcs > $O/ref.log 2>&1
   echo "references rc $? after $(( $(date +%s) - S )) s" >> $O/ref.log; }
+# control.txt (2026-12-06, fifth session; make_carry33.sh CONTROL=FILE): an A/A check before
+# the workloads: the setup state (`eval oracle --from setup`, the base's code) timed as a
+# prediction beside base and gold, all alternated; it must tie the base, or the method is
+# biased (#1033's 1.21x cold wall time rests on a guarded store). Its results: /tmp/wctl.
+if [ -s $C/control.txt ]; then
+  python3 -m eval oracle --tasks $T --task-file $C/control.txt $R --from setup --out /tmp/ctl.jsonl > $O/ctl.log 2>&1
+  L=$(left); timeout -k 30 -s INT $(( L - 15 )) python3 -m eval workload --tasks $T --task-file $C/control.txt \
+    $R --wheelhouse $C/wh --predictions /tmp/ctl.jsonl --rounds 2 --timeout 150 --deadline $(( L - 120 )) \
+    --scratch /tmp/swc --triton-cache /tmp/twc --out /tmp/wctl >> $O/ctl.log 2>&1
+  echo "control rc $? after $(( $(date +%s) - S )) s" >> $O/ctl.log
+fi
 L=$(left); [ -s $C/wl.txt ] && [ $L -gt 100 ] && timeout -k 30 -s INT $(( L - 15 )) python3 -m eval workload --tasks $T \
   --task-file $C/wl.txt $R --wheelhouse $C/wh --rounds 2 --memcheck --timeout 150 --deadline $(( L - 120 )) \
   --scratch /tmp/sw --triton-cache /tmp/tw --out /tmp/ws > $O/wl.log 2>&1
 echo "workloads rc $? after $(( $(date +%s) - S )) s" >> $O/wl.log
 # a fresh pack: a warm machine keeps /tmp, and call 58 returned call 57's logs and scores again
 rm -rf /tmp/pack && mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
+[ -d /tmp/wctl ] && tar -C /tmp -cf /tmp/pack/control.tar wctl
 ( cd $T && find . -maxdepth 2 \( -name task.json -o -name 'reference*.json' -o -name 'workload*.json' -o -name '*.autotune.json' -o -name env.json \) -newer $O/machine.txt -print0 | tar --null -cf /tmp/pack/tasks_c.tar -T - )
 # the plan a result was measured on, even when the carry brought it (older than machine.txt)
 ( cd $T && for r in */workload_result.json; do [ $r -nt $O/machine.txt ] && [ -f ${r%_result.json}.json ] && echo ./${r%_result.json}.json; done | tar -rf /tmp/pack/tasks_c.tar -T - 2>/dev/null )

@@ -7,7 +7,7 @@
 # failed with a name the PR deleted) and of Megatron-LM #4603 (its reference ran on such a
 # base), then the workloads of Megatron-LM #4460 (replanned: the batch, not the state cache,
 # grows), #6521 (its call-32 timing was cut) and #4603.
-# Usage (repository root, venv active): [NODE_IDS_FROM=OLD_STATE] [REMEASURE=1] [FLA_WH=FILE] make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]
+# Usage (repository root, venv active): [NODE_IDS_FROM=OLD_STATE] [REMEASURE=1] [FLA_WH=FILE] [CONTROL=FILE] make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]
 set -euo pipefail
 state=${1:?usage: make_carry33.sh STATE MIRRORS [CARRY REF_IDS WL_IDS]}; mirrors=${2:?usage: make_carry33.sh STATE MIRRORS}
 C=${3:-.carry/s}; work=$(mktemp -d); T=$state/tasks
@@ -21,7 +21,10 @@ else
   printf '%s\n' megatron-lm__4460__causal_conv1d_update_kernel megatron-lm__6521___weighted_silu_mul_bounded_kernel \
     megatron-lm__4603___fused_moe_kernel > $C/wl.txt
 fi
-for t in $(sort -u $C/ref.txt $C/wl.txt); do cp -r $T/$t $work/tasks/; done
+# CONTROL (a file, 2026-12-06 fifth session): tasks whose setup state call33.sh also times as a
+# prediction beside base and gold (control.txt; an A/A check of a measured gain)
+if [ -n "${CONTROL:-}" ]; then cp "$CONTROL" $C/control.txt; fi
+for t in $(sort -u $C/ref.txt $C/wl.txt $C/control.txt 2>/dev/null); do cp -r $T/$t $work/tasks/; done
 # REMEASURE=1: the workloads of wl.txt are timed again (a second day's run) even where the state
 # holds a result (`eval workload` skips a task whose result exists; the merge keeps both archives)
 [ -n "${REMEASURE:-}" ] && for t in $(cat $C/wl.txt); do rm -f $work/tasks/$t/workload_result.json; done
@@ -44,7 +47,8 @@ for tid in Path(sys.argv[3]).read_text().split():
 PY
 fi
 # (no workload to plan: references alone, e.g. Liger-Kernel #778 and #843 on their pins)
-[ -s $C/wl.txt ] && python -m eval workload --plan-only --force --tasks $work/tasks --task-file $C/wl.txt \
+{ cat $C/wl.txt; cat $C/control.txt 2>/dev/null || true; } | sort -u > $work/plan_ids.txt
+[ -s $work/plan_ids.txt ] && python -m eval workload --plan-only --force --tasks $work/tasks --task-file $work/plan_ids.txt \
   --repo-path megatron-lm=$mirrors/NVIDIA+Megatron-LM/repo --repo-path liger-kernel=$mirrors/linkedin+Liger-Kernel/repo \
   --repo-path flash-linear-attention=$mirrors/fla-org+flash-linear-attention/repo --out $work/plan | tail -n 1
 # wheelhouses for the Megatron-LM and Liger-Kernel tasks only: the flash-linear-attention ones
