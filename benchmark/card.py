@@ -91,7 +91,7 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
             by_fw[meta["framework"]].append((name, fname))
     for table in SIDE_TABLES:
         entry = latest_side(manifest, table.name)
-        if entry:  # table.about
+        if entry:
             lines += [f"- config_name: {table.name}", "  data_files:", "  - split: train",
                       f"    path: data/{entry['file']}"]  # fmt: skip
     for fw in sorted(by_fw):

@@ -328,15 +328,14 @@ class SideTable:
     name: str
     row: Callable[[TaskDir], dict[str, Any] | None]
     features: Callable[[], Any]
-    about: str  # what the card's YAML comment says of it
 
 
+# every task's workload, and every task's pinned environment (released rows included), as
+# their directories held them at the build
 SIDE_TABLES = (
-    SideTable("workloads", workload_row, workload_features,
-              "every task's workload as its directory held it then"),
-    SideTable("environments", environment_row, environment_features,
-              "every task's pinned environment, released rows included"),
-)  # fmt: skip
+    SideTable("workloads", workload_row, workload_features),
+    SideTable("environments", environment_row, environment_features),
+)
 
 
 def _feature(dtype: DType) -> Any:

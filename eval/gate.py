@@ -361,9 +361,9 @@ def decide(
     env: Environment,
     selection: RunResult | None = None,
     workload: WorkloadResult | None = None,
-    pinned_triton: str | None = None,
+    triton_pin: str | None = None,
 ) -> tuple[Verification, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """(verdict, fail_to_pass, pass_to_pass, flaky) over the kept node ids. `pinned_triton`:
+    """(verdict, fail_to_pass, pass_to_pass, flaky) over the kept node ids. `triton_pin`:
     the Triton version the task's environment pins (env.json), when known."""
     when = datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -394,11 +394,11 @@ def decide(
         elif (
             selection is not None
             and selection.failure is FailureClass.COMPILE_ERROR
-            and pinned_triton
-            and _minor(pinned_triton) != _minor(env.triton)
+            and triton_pin
+            and _minor(triton_pin) != _minor(env.triton)
         ):
             why = (
-                f"{TRITON_DRIFT} (here {env.triton}, pinned {pinned_triton}): "
+                f"{TRITON_DRIFT} (here {env.triton}, pinned {triton_pin}): "
                 f"{selection.detail[:160]}{aside}"
             )
         elif selection is not None and selection.failure is not FailureClass.NONE:
