@@ -326,13 +326,19 @@ def retype(
     return behaviour_type(task)
 
 
+_TESTS_PASSED = re.compile(r"^\d+ tests pass with the gold; ")
+
+
 def reason_kind(reason: str) -> str:
     """A verdict's reason without its particulars, to count reasons by: the text before any
     colon or parenthesis, after the task type that some reasons start with ("bug_fix: no test
-    fails at the setup state ..." counts as "no test fails at the setup state ...")."""
+    fails at the setup state ..." counts as "no test fails at the setup state ...") and the
+    count of tests an optimization's gold passed before its workload's verdict ("3 tests pass
+    with the gold; gold not faster enough ..." counts as "gold not faster enough ...")."""
     head, _, rest = reason.partition(": ")
     if rest and head in {str(t) for t in TaskType}:
         reason = rest
+    reason = _TESTS_PASSED.sub("", reason)
     return reason.split(":", 1)[0].split(" (", 1)[0].strip()
 
 

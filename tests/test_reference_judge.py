@@ -579,6 +579,11 @@ def test_reasons_are_counted_by_kind_without_the_task_type() -> None:
     assert reason_kind("optimization: no workload measured yet (the gold ...)") == (
         "no workload measured yet"
     )
+    # an optimization's workload verdict, whatever number of tests its gold passed (the card's
+    # table had "1 tests pass with the gold; gold not faster ..." and "3 tests ..." apart)
+    for n in (1, 3):
+        why = f"{n} tests pass with the gold; gold not faster enough on the workload: 0.99x"
+        assert reason_kind(why) == "gold not faster enough on the workload"
 
 
 def test_a_setup_state_that_does_not_import_fails_no_test_of_the_kernel() -> None:
