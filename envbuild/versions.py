@@ -442,15 +442,16 @@ def _pick(ev: _Evidence, names: tuple[str, ...], python: str) -> _Req | None:
     return min(found)[3] if found else None
 
 
-def _major_minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
+def major_minor(version: str) -> str:
+    """`major.minor` of a version, its local part dropped (`3.6.0+git` -> `3.6`)."""
+    return ".".join(version.split("+")[0].split(".")[:2])
 
 
 class _Resolver:
     def __init__(self, ev: _Evidence, rt: ReleaseTable, when: date):
         self.ev, self.rt, self.when = ev, rt, when
         # Markers are evaluated for the pinned Python where there is one, else for 3.12.
-        self.py_hint = _major_minor(ev.python_file.value) if ev.python_file else "3.12"
+        self.py_hint = major_minor(ev.python_file.value) if ev.python_file else "3.12"
 
     def date_torch(self, note: str = "") -> tuple[Pin, TorchRelease]:
         rel = self.rt.newest_torch_before(self.when)
@@ -519,7 +520,7 @@ class _Resolver:
         for fact in (self.ev.cuda_file, self.ev.cuda_matrix):
             if fact:
                 return Pin(
-                    "cuda", _major_minor(fact.value), PinSource.FILE, fact.where, fact.written
+                    "cuda", major_minor(fact.value), PinSource.FILE, fact.where, fact.written
                 )
         if rel and rel.cuda:
             where = f"default CUDA of the torch {rel.version} wheels on PyPI (releases.json)"
@@ -533,7 +534,7 @@ class _Resolver:
     def python(self, torch: Pin, rel: TorchRelease | None) -> Pin:
         fact = self.ev.python_file
         if fact:
-            return Pin("python", _major_minor(fact.value), PinSource.FILE, fact.where, fact.written)
+            return Pin("python", major_minor(fact.value), PinSource.FILE, fact.where, fact.written)
         rel = rel or self.rt.newest_torch_before(self.when)
         supported = list(rel.python) if rel else []
         if not supported:

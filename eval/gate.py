@@ -354,9 +354,12 @@ def observed(run: RunResult, node_ids: Sequence[str]) -> dict[str, str]:
     return {n: got.get(n, "absent") for n in node_ids}
 
 
-def _minor(version: str) -> str:
-    """`major.minor` of a version (`3.6.0+git` -> `3.6`)."""
-    return ".".join(version.split("+")[0].split(".")[:2])
+def _other_minor(a: str, b: str) -> bool:
+    """Whether two versions differ in major.minor (`envbuild.versions.major_minor`, imported
+    here: the release table it loads would cost every importer of the gate 40 ms)."""
+    from envbuild.versions import major_minor
+
+    return major_minor(a) != major_minor(b)
 
 
 def decide(
@@ -401,7 +404,7 @@ def decide(
             selection is not None
             and selection.failure is FailureClass.COMPILE_ERROR
             and triton_pin
-            and _minor(triton_pin) != _minor(env.triton)
+            and _other_minor(triton_pin, env.triton)
         ):
             why = (
                 f"{TRITON_DRIFT} (here {env.triton}, pinned {triton_pin}): "
