@@ -295,12 +295,6 @@ def workload_row(tdir: TaskDir) -> dict[str, Any] | None:
     }
 
 
-def workload_features() -> Any:
-    from datasets import Features
-
-    return Features({k: _feature(t) for k, t in WORKLOAD_COLUMNS.items()})
-
-
 # The `environments` config: one row per task with an env.json, its pins (the task rows' `env`
 # column, for every task of the folder: rows released before their directories were pinned
 # have none, and released rows are never rewritten).
@@ -313,12 +307,6 @@ def environment_row(tdir: TaskDir) -> dict[str, Any] | None:
     return None if env is None else {"task_id": tdir.id, **env}
 
 
-def environment_features() -> Any:
-    from datasets import Features
-
-    return Features({k: _feature(t) for k, t in ENVIRONMENT_COLUMNS.items()})
-
-
 @dataclass(frozen=True)
 class SideTable:
     """A config beside the splits with one row per task of the folder that has one: a file of
@@ -327,14 +315,19 @@ class SideTable:
 
     name: str
     row: Callable[[TaskDir], dict[str, Any] | None]
-    features: Callable[[], Any]
+    columns: dict[str, DType]
+
+    def features(self) -> Any:
+        from datasets import Features
+
+        return Features({k: _feature(t) for k, t in self.columns.items()})
 
 
 # every task's workload, and every task's pinned environment (released rows included), as
 # their directories held them at the build
 SIDE_TABLES = (
-    SideTable("workloads", workload_row, workload_features),
-    SideTable("environments", environment_row, environment_features),
+    SideTable("workloads", workload_row, WORKLOAD_COLUMNS),
+    SideTable("environments", environment_row, ENVIRONMENT_COLUMNS),
 )
 
 
