@@ -18,7 +18,7 @@ from curation.context import ContextBuilder
 from curation.difficulty import grade
 from curation.filters import changed_kernel_lines, substantive_changes
 from curation.hardware import detect
-from curation.imports import modules_to_read, unresolved_imports
+from curation.imports import import_gaps, modules_to_read
 from curation.model import FileStat, TargetKernel, Task
 from curation.requirement import LlmDrafter, write_requirement
 from curation.targets import Elsewhere, elsewhere_modules, find_targets, setup_files, setup_patch
@@ -206,12 +206,12 @@ class TaskBuilder:
         requires = detect({p: gold_files[p] for p in {t.file for t in targets}}, tests)
         own = {p: tests[p] for p in task.tests.changed_in_pr if p in tests}
         modules = self.repo.read_files(cand.commit, modules_to_read(own, tree))
-        unresolved = unresolved_imports(own, modules, setup, tree)
+        lost, upstream = import_gaps(own, modules, setup, tree)
         return replace(
             task,
             targets=targets,
             requires=requires,
-            tests=replace(task.tests, unresolved_imports=unresolved),
+            tests=replace(task.tests, unresolved_imports=lost, undefined_upstream=upstream),
         )
 
     def _elsewhere(

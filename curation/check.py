@@ -101,6 +101,12 @@ def _check(tdir: TaskDir) -> CheckResult:
                 "the PR's tests import names that neither the setup state defines nor the "
                 "requirement names: " + ", ".join(unnamed)
             )
+    if task.tests.undefined_upstream:
+        res.warnings.append(
+            "the PR's tests import names that its own commit does not define either (broken "
+            "upstream: the tests importing them fail with the gold and are not kept): "
+            + ", ".join(task.tests.undefined_upstream)
+        )
     try:
         tdir.load_curation()
     except (OSError, RecordError) as exc:

@@ -2,13 +2,18 @@
 
 Reads: the PR's test files and the framework's modules at the PR's commit, and the setup-state
 bytes of the target files. Writes nothing; the builder stores the result in
-`tests.unresolved_imports` and `curation.check` fails a task that has one the requirement does
-not name.
+`tests.unresolved_imports` (the setup state lost the name: `curation.check` fails a task whose
+requirement does not name it) and `tests.undefined_upstream` (the PR's own commit does not
+define it either: the tests that import it fail with the gold, so the GPU never keeps them, and
+the check warns).
 Rule: the setup state of a file that holds no target is its version at the PR's commit, so only
 `from <framework module> import <name>` lines are checked, against the module's top-level
 definitions, imports and assignments in its setup-state version (a name that is a sub-module,
 `module/<name>.py` or a package, counts as defined). Modules outside the repository (torch,
 pytest, ...) and star imports are not checked.
+Seen on flash-linear-attention: 739ef15f97's test_simple_gla.py imports
+`fused_recurrent_simple_gla` from `fla.ops.simple_gla`, whose `__init__.py` at that commit does
+not export it; its test_gla.py tests verified the task on the GPU.
 """
 
 from __future__ import annotations
@@ -83,34 +88,42 @@ def imported_names(source: bytes) -> list[tuple[str, str]]:
     return out
 
 
-def unresolved_imports(
+def import_gaps(
     tests: Mapping[str, bytes],
     modules: Mapping[str, bytes],
     setup: Mapping[str, bytes],
     tree: Iterable[str],
-) -> tuple[str, ...]:
-    """`module.name` for each name a test imports from a framework module whose setup-state
-    version does not define it. `modules`: module files at the PR's commit (path -> bytes),
-    `setup`: the setup-state bytes of the target files, `tree`: every path at the PR's commit."""
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(`module.name`s the setup state lost, `module.name`s the PR's commit does not define
+    either) among the names the tests import from framework modules. `modules`: module files at
+    the PR's commit (path -> bytes), `setup`: the setup-state bytes of the target files, `tree`:
+    every path at the PR's commit."""
     paths = list(tree)
     by_module: dict[str, str] = {}
     for path in paths:
         mod = module_name(path)
         if mod is not None:
             by_module.setdefault(mod, path)
-    missing: set[str] = set()
+    lost: set[str] = set()
+    upstream: set[str] = set()
     for data in tests.values():
         for module, name in imported_names(data):
             found = by_module.get(module)
             if found is None or f"{module}.{name}" in by_module:
                 continue  # not the framework's, or a sub-module
-            source = setup.get(found, modules.get(found))
-            if source is None:
+            gold = modules.get(found)
+            source = setup.get(found, gold)
+            if source is None or _defines(source, name):
                 continue
-            defined = top_level_names(source)
-            if defined is not None and name not in defined:
-                missing.add(f"{module}.{name}")
-    return tuple(sorted(missing))
+            qualified = f"{module}.{name}"
+            (lost if gold is not None and _defines(gold, name) else upstream).add(qualified)
+    return tuple(sorted(lost)), tuple(sorted(upstream))
+
+
+def _defines(source: bytes, name: str) -> bool:
+    """Whether the module binds `name` at its top level (True when that cannot be known)."""
+    defined = top_level_names(source)
+    return defined is None or name in defined
 
 
 def modules_to_read(tests: Mapping[str, bytes], tree: Iterable[str]) -> list[str]:

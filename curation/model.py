@@ -165,6 +165,9 @@ class TestSelection:
     # `module.name`s the PR's tests import that the setup state does not define
     # (curation.imports); `curation.check` fails a task whose requirement does not name them
     unresolved_imports: tuple[str, ...] = ()
+    # `module.name`s the PR's tests import that the PR's own commit does not define either: the
+    # tests importing them fail with the gold (never kept on the GPU); `curation.check` warns
+    undefined_upstream: tuple[str, ...] = ()
     # one line per target kernel the gold launched in the kept tests on the GPU: its largest
     # captured launch, `kernel(q=bfloat16[2, 64, 4, 64], ..., BT=64)` (`eval reference`); the
     # requirement's Interface shows them

@@ -10,7 +10,10 @@
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 S=$(date +%s); END=${1:-520}; REF=${2:-270}; left() { echo $(( END - ($(date +%s) - S) )); }
-C=${CARRY:-.carry/s}; mkdir -p /tmp/cs && tar -xzf $C/tasks.tgz -C /tmp/cs; T=/tmp/cs/tasks
+# --keep-newer-files (2026-12-06, sixth session): on a warm machine the previous call's
+# partial references and workload results are newer than the carry's copies and are kept
+# (calls 61, 63 and 64 restarted the partials' runs each time: 3 calls, 0-1 runs kept each)
+C=${CARRY:-.carry/s}; mkdir -p /tmp/cs && tar -xzf $C/tasks.tgz -C /tmp/cs --keep-newer-files 2>/tmp/cs.kept; T=/tmp/cs/tasks
 touch -d '1 minute ago' $O/machine.txt
 R=""; for b in flash-linear-attention:fla liger-kernel:lig megatron-lm:mlm; do
   [ -d $C/${b#*:}.git ] && R="$R --repo-path ${b%%:*}=$C/${b#*:}.git"; done

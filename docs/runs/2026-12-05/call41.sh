@@ -15,7 +15,10 @@
 # Usage (move release/ aside first, docs/runs/2026-12-06/next_calls.md): [CARRY=.carry/f] [FORCE=1] [SELECT_PER_TEST=1] [MAX_NODE_IDS=3] [JOBS=14] [N0_JOBS=2] [GOLD_JOBS=4] [SCORE_RUNS=1] call41.sh [END seconds, default 540] [REF_END, default END-100]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
-C=${CARRY:-.carry/f}; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct && T=/tmp/ct/tasks
+# --keep-newer-files (2026-12-06, sixth session): on a warm machine the previous call's
+# partial references and workload results are newer than the carry's copies and are kept
+# (calls 61, 63 and 64 restarted the partials' runs each time: 3 calls, 0-1 runs kept each)
+C=${CARRY:-.carry/f}; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct --keep-newer-files 2>/tmp/ct.kept && T=/tmp/ct/tasks
 touch -d '1 minute ago' $O/machine.txt
 S=$(date +%s); END=${1:-540}; REF_END=${2:-$(( END - 100 ))}
 R="--repo-path flash-linear-attention=$C/fla.git"
