@@ -14,6 +14,9 @@ Prints: a markdown table, a row per task measured more than once (its runs' date
 totals, the spread max/min - 1, whether it is within the tolerance, and the runs' gold
 speed-ups over the base with their spread), then the summary: of the
 tasks measured on two or more days, how many agree; and of those repeated on one day only.
+Then the measurements timed with a prediction beside base and gold: its total over the base's.
+An A/A control (call33.sh's control.txt: the task's setup state, the base's own code, scored as
+the prediction) must tie the base; a ratio away from 1 is the method's bias.
 """
 
 from __future__ import annotations
@@ -111,7 +114,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nmeasured on two or more days (one machine kind, one plan): {days_all} tasks, "
           f"{days_agree} with gold totals within {tol}")  # fmt: skip
     print(f"repeated on one day only: {day_all} tasks, {day_agree} within {tol}")
+    _with_predictions([r for runs in groups.values() for r in runs])
     return 0
+
+
+def _with_predictions(results: list[dict[str, Any]]) -> None:
+    """A table of the measurements that timed a prediction: prediction total / base total."""
+    timed = [r for r in results if r.get("prediction_total_ms") and r.get("base_total_ms")]
+    if not timed:
+        return
+    print("\n| task | machine | measured | base ms | gold ms | prediction ms | prediction / base "
+          "|\n|---|---|---|---|---|---|---|")  # fmt: skip
+    for r in sorted(timed, key=lambda r: (str(r.get("task_id")), str(r["measured_at"]))):
+        base, pred = float(r["base_total_ms"]), float(r["prediction_total_ms"])
+        print(
+            f"| {r.get('task_id')} | {workload_key(r)[1]} | {str(r['measured_at'])[:16]} "
+            f"| {base:.4g} | {float(r['gold_total_ms']):.4g} | {pred:.4g} | {pred / base:.3f} |"
+        )
 
 
 if __name__ == "__main__":

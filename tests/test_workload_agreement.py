@@ -89,3 +89,18 @@ def test_help(capsys) -> None:
     with pytest.raises(SystemExit):
         agreement(["--help"])
     assert "--tolerance" in capsys.readouterr().out
+
+
+def test_an_a_a_control_shows_the_prediction_over_the_base(tmp_path: Path, capsys) -> None:
+    # flash-linear-attention #1033 on an H100 (call 62): the setup state scored as the
+    # prediction tied the base (1.002) while the gold was 1.105x faster
+    runs = tmp_path / "runs"
+    _result(runs / "c62" / "w", "fla__1033__k", "2026-12-06T11:10:57", 3702.0)
+    r = json.loads((runs / "c62" / "w" / "workload_result.json").read_text())
+    r.update(base_total_ms=4092.0, prediction_total_ms=4099.0)
+    (runs / "c62" / "w" / "workload_result.json").write_text(json.dumps(r))
+    _result(runs / "c63" / "w", "fla__2__k", "2026-12-06T11:20:00", 1.0)  # no prediction: no row
+    assert agreement([str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "| fla__1033__k | NVIDIA H200 | 2026-12-06T11:10 | 4092 | 3702 | 4099 | 1.002 |" in out
+    assert "fla__2__k" not in out.split("prediction / base")[1]
