@@ -79,3 +79,29 @@ def test_modifies_inputs_holds_a_prediction_to_what_the_gold_wrote_in_any_run() 
     # writing an input the gold only reads is still caught
     clobber = run(Variant.PREDICTION, ("dk", "dq", "q"))
     assert "modifies_inputs" in prediction_flags(task, pred, clobber, [tuned, later])  # type: ignore[arg-type]
+
+
+def _wall(variant: Variant, i: int, wall: float, passed: bool = True) -> RunResult:
+    failure = FailureClass.NONE if passed else FailureClass.TEST_FAILURE
+    return RunResult("t", variant, i, 0 if passed else 1, failure, passed, (), wall)
+
+
+def test_the_end_to_end_baseline_is_like_for_like() -> None:
+    from eval.score import e2e_baseline
+
+    # flash-linear-attention #8d255bb26a on an H100 (call 63): the reference's base runs took
+    # 16.6 s (run 0, compiling), 11.3 and 11.1 s; the gold as a prediction, one run, 102.5 s
+    walls = ((Variant.BASE, 0, 16.6), (Variant.GOLD, 0, 55.8), (Variant.BASE, 1, 11.3),
+             (Variant.BASE, 2, 11.1))  # fmt: skip
+    ref = SimpleNamespace(runs=tuple(_wall(*w) for w in walls))
+    one = [_wall(Variant.GOLD, 0, 102.5)]
+    assert e2e_baseline([], ref, one) == 16.6  # run 0 against run 0, not the warm median 11.3
+    three = [_wall(Variant.PREDICTION, i, w) for i, w in enumerate((30.0, 12.0, 11.0))]
+    assert e2e_baseline([], ref, three) == 11.3
+    # an optimization's base timed in the score's own session is its baseline
+    session = [_wall(Variant.BASE, 0, 20.0)]
+    assert e2e_baseline(session, ref, one) == 20.0
+    # a base that fails its tests (every verified feature, new op, bug fix) is no baseline
+    failing = SimpleNamespace(runs=(_wall(Variant.BASE, 0, 3.0, passed=False),))
+    assert e2e_baseline([], failing, one) is None
+    assert e2e_baseline([], None, one) is None

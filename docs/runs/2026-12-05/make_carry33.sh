@@ -24,7 +24,9 @@ fi
 # CONTROL (a file, 2026-12-06 fifth session): tasks whose setup state call33.sh also times as a
 # prediction beside base and gold (control.txt; an A/A check of a measured gain)
 if [ -n "${CONTROL:-}" ]; then cp "$CONTROL" $C/control.txt; fi
-for t in $(sort -u $C/ref.txt $C/wl.txt $C/control.txt 2>/dev/null); do cp -r $T/$t $work/tasks/; done
+# (control.txt is optional: `sort` of a missing file prints nothing, and the carry had no task)
+for t in $( { cat $C/ref.txt $C/wl.txt; cat $C/control.txt 2>/dev/null || true; } | sort -u ); do
+  cp -r $T/$t $work/tasks/; done
 # REMEASURE=1: the workloads of wl.txt are timed again (a second day's run) even where the state
 # holds a result (`eval workload` skips a task whose result exists; the merge keeps both archives)
 [ -n "${REMEASURE:-}" ] && for t in $(cat $C/wl.txt); do rm -f $work/tasks/$t/workload_result.json; done
