@@ -12,7 +12,7 @@
 # Since the sixth session the carry may hold score.txt and gold.jsonl: the gold oracle on the
 # verified tasks of its keys, GOLD_JOBS streams beside the references (wh.txt may be empty).
 # SCORE_RUNS (2026-12-06, second session): runs per gold score, alternating (the PMR's median; docs/verification.md)
-# Usage (move release/ aside first, docs/runs/2026-12-06/next_calls.md): [CARRY=.carry/f] [FORCE=1] [SELECT_PER_TEST=1] [MAX_NODE_IDS=3] [JOBS=14] [N0_JOBS=2] [GOLD_JOBS=4] [SCORE_RUNS=1] call41.sh [END seconds, default 540] [REF_END, default END-100]
+# Usage (move release/ aside first, docs/runs/2026-12-06/next_calls.md): [CARRY=.carry/f] [FORCE=1] [SELECT_PER_TEST=1] [MAX_NODE_IDS=3] [SELECT_TIMEOUT=180] [JOBS=14] [N0_JOBS=2] [GOLD_JOBS=4] [SCORE_RUNS=1] call41.sh [END seconds, default 540] [REF_END, default END-100]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 # --keep-newer-files (2026-12-06, sixth session): on a warm machine the previous call's
@@ -23,9 +23,12 @@ touch -d '1 minute ago' $O/machine.txt
 S=$(date +%s); END=${1:-540}; REF_END=${2:-$(( END - 100 ))}
 R="--repo-path flash-linear-attention=$C/fla.git"
 # FORCE=1 (2026-12-06): run again the references of tasks judged before (the selection retry)
+# SELECT_TIMEOUT (2026-12-06, sixth session): the selection run's limit, 180 s by default; four
+# flash-linear-attention selections (#459, #472, #602, #660) and Liger-Kernel #1248 were killed
+# at 180 s compiling from a cold cache beside 10-14 streams
 # SELECT_PER_TEST, MAX_NODE_IDS (2026-12-06, third session): the selection's caps, for the "no
 # fail-to-pass" experiment (next_calls.md: FORCE=1 SELECT_PER_TEST=3 MAX_NODE_IDS=5)
-F="${FORCE:+--force }--tasks $T $R --select-per-test ${SELECT_PER_TEST:-1} --max-node-ids ${MAX_NODE_IDS:-3} --select-timeout 180 --timeout 420 --runs 3 --deadline 300 --triton-cache /tmp/tcr"
+F="${FORCE:+--force }--tasks $T $R --select-per-test ${SELECT_PER_TEST:-1} --max-node-ids ${MAX_NODE_IDS:-3} --select-timeout ${SELECT_TIMEOUT:-180} --timeout 420 --runs 3 --deadline 300 --triton-cache /tmp/tcr"
 if [ -s $C/n0.txt ] && [ ${N0_JOBS:-2} -gt 0 ]; then
   ( timeout -k 30 -s INT $REF_END python3 -m eval reference $F --task-file $C/n0.txt --out /tmp/r0 \
       --jobs ${N0_JOBS:-2} --scratch /tmp/s0 > $O/n0.log 2>&1
