@@ -240,8 +240,8 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
     if missed:
         seen = ", ".join(missed[0].gold_launched or ()) or "no Triton kernel"
         return False, (
-            f"workload: the gold's {missed[0].label} call launches no target kernel "
-            f"(it launched {seen[:200]})"
+            f"the workload's gold launches no target kernel: its {missed[0].label} call "
+            f"launches no target kernel (it launched {seen[:200]})"
         )
     # a gold call faster than the GPU can move its tensors did not do its sizes' work (its
     # grid or scalars were the test's): none of its times or outputs says anything
@@ -250,13 +250,13 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
     if skipped:
         c = skipped[0]
         return False, (
-            f"workload: the gold's {c.label} call ran at {c.gold_efficiency:.3g}x the GPU's "
-            f"measured peak for its sizes, so it did not do their work (a grid or scalar not "
-            f"scaled with its tensors?)"
+            f"the workload's gold did not do its sizes' work: its {c.label} call ran at "
+            f"{c.gold_efficiency:.3g}x the GPU's measured peak for its sizes (a grid or scalar "
+            f"not scaled with its tensors?)"
         )
     base, gold = result.base_total_ms, result.gold_total_ms
     if not base or not gold:
-        return False, "workload: base or gold not timed"
+        return False, "the workload's base or gold was not timed"
     ratio = base / gold
     unit = "ms" if str(result.metric) == "cold_wall_time" else "ms kernel time"
     measured = f"gold {gold:.4g} vs base {base:.4g} {unit}, {ratio:.2f}x"
@@ -264,7 +264,7 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
     if mismatched:
         return (
             False,
-            f"workload: the base's outputs differ from the gold's ({mismatched[0].mismatch})",
+            f"the workload's base outputs differ from the gold's ({mismatched[0].mismatch})",
         )
     if gold * 1e3 < MIN_GOLD_US:
         return False, f"workload too small: {measured} (the gold needs >= {MIN_GOLD_US:.0f} us)"
