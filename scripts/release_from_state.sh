@@ -54,5 +54,5 @@ tail -n 1 "$out/check.log"
 { grep '^ERROR' "$out/check.log" || true; } | while read -r _ id rest; do
   id=${id%:}; echo "held back: $id: ${rest:0:160}"; rm -rf "${rel:?}/$id"; done
 python -m benchmark build --tasks "$rel" --out "$release" --version "$version" ${4:-} | tail -n 25
-python scripts/verification_report.py "$rel" > "$out/verification_report.md"
+python "$(dirname "$0")/verification_report.py" "$rel" > "$out/verification_report.md"
 echo "built from $rel; tables in $out/verification_report.md"
