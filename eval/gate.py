@@ -59,6 +59,11 @@ TRITON_DRIFT = "the code does not compile on this Triton, not the task's pinned 
 # "the selection run failed (infra)", as if a rerun could help)
 NO_TEST = "no test to run: pytest collected none at this commit"
 OWN_CODE_GAP = "the framework's own code does not import at this commit"
+# an own-code gap whose every missing name is one the PR's tests import though its own commit
+# does not define it (curation's `tests.undefined_upstream`): a test module broken upstream, which
+# no rerun or pin mends (flash-linear-attention #9043fbf03d: `fused_recurrent_simple_gla`, which
+# its `fla.ops.simple_gla` does not export)
+BROKEN_UPSTREAM = "the PR's tests import names that its own commit does not define"
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
@@ -152,6 +157,15 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
             f"{pkg} ({err})" for pkg, err in sorted(rejected.items())
         )
     return None
+
+
+def upstream_gap(gap: str, task: Task) -> str:
+    """`gap` as BROKEN_UPSTREAM when it is an own-code gap whose every missing name the task's
+    curation found undefined at the PR's own commit; else `gap` as it is."""
+    lacked = set(re.findall(r"[\w.]+\.\w+", gap.removeprefix(OWN_CODE_GAP)))
+    if gap.startswith(OWN_CODE_GAP) and lacked and lacked <= set(task.tests.undefined_upstream):
+        return f"{BROKEN_UPSTREAM}: {', '.join(sorted(lacked))}"
+    return gap
 
 
 def ran_any(run: RunResult | None) -> bool:
@@ -395,7 +409,7 @@ def decide(
             aside = f" (besides, {gap.removeprefix(OWN_CODE_GAP + ': ')})"
             gap = None
         if gap:
-            why = gap
+            why = upstream_gap(gap, task)
         elif (
             selection is not None and selection.exit_code == PYTEST_NO_TESTS and not selection.tests
         ):
@@ -450,7 +464,7 @@ def decide(
     if gold_bad or not gold_ok:
         gap = import_gap(gold, own_packages(task))
         if gap:
-            why = gap
+            why = upstream_gap(gap, task)
         else:
             classes = sorted({str(r.failure) for r in gold if r.failure is not FailureClass.NONE})
             why = (

@@ -20,7 +20,7 @@ def run(variant: Variant, i: int, outcomes: dict[str, str], failure=FailureClass
 def task(kind: TaskType, title: str = "Speed up the chunk kernel"):
     return SimpleNamespace(task_type=SimpleNamespace(type=kind, evidence=("code facts",)),
                            target_files=frozenset({"fla/ops/comba/chunk.py"}),
-                           title=title)  # fmt: skip
+                           title=title, tests=SimpleNamespace(undefined_upstream=()))  # fmt: skip
 
 
 def test_fail_to_pass_counts_failed_skipped_and_missing_at_base() -> None:
@@ -174,6 +174,15 @@ def test_gate_names_the_missing_package_and_a_gold_that_fails() -> None:
     # the module that errors is the only one: its gap is the verdict
     verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=replace(sel, tests=(gap,)))
     assert verdict.reason.startswith("the framework's own code does not import at this commit")
+    # ... and when curation found that name undefined at the PR's own commit too, the test
+    # module is broken upstream (flash-linear-attention #9043fbf03d on the H100, 2026-12-06)
+    broken = task(TaskType.FEATURE)
+    broken.tests.undefined_upstream = ("fla.ops.triton.retention.naive_retention",)
+    verdict, *_ = decide(broken, [], [], [], ENV, replace(sel, tests=(gap,)))
+    assert verdict.reason == (
+        "the PR's tests import names that its own commit does not define: "
+        "fla.ops.triton.retention.naive_retention"
+    )
 
 
 def test_hardware_gap() -> None:
