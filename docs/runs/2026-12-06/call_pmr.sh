@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# 2026-12-06, sixth session (prepared for the next GPU session): the gold oracle alone on the GPU
+# on the verified tasks whose gold PMR fell outside 1 +- 0.03 beside references (carry
+# `.carry/p`, make_carry_pmr.sh beside this script): one task at a time, SCORE_RUNS alternated
+# runs each (the PMR's median), nothing else on the GPU, so the rows' `gpu_company` should read 0.
+# Usage (move release/ aside first): [CARRY=.carry/p] [SCORE_RUNS=3] call_pmr.sh [END seconds, default 540]
+. scripts/device_env.sh
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
+C=${CARRY:-.carry/p}; mkdir -p /tmp/cp && tar -xzf $C/tasks.tgz -C /tmp/cp --keep-newer-files 2>/tmp/cp.kept; T=/tmp/cp/tasks
+S=$(date +%s); END=${1:-540}
+R=""; for b in fla:flash-linear-attention lig:liger-kernel mlm:megatron-lm; do
+  [ -e $C/${b%%:*}.git ] && R="$R --repo-path ${b#*:}=$C/${b%%:*}.git"; done
+# the score's own out folder on a warm machine keeps what a first call finished: not rerun
+timeout -k 30 -s INT $END python3 -m eval score $C/gold.jsonl --tasks $T --task-file $C/score.txt $R \
+  --out /tmp/spmr_gold --jobs 1 --runs ${SCORE_RUNS:-3} --timeout 300 --scratch /tmp/scp \
+  --triton-cache /tmp/tcp > $O/score_pmr.log 2>&1
+echo "pmr rc $? after $(( $(date +%s) - S )) s" >> $O/score_pmr.log
+rm -rf /tmp/pack && mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
+( cd /tmp && find spmr_gold -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' \) -size -2M -print0 | tar --null -cf /tmp/pack/scores.tar -T - )
+tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
+grep -v "━" /tmp/pack/score_pmr.log | grep -v no_prediction | tail -n 45 | cut -c1-220

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds `.carry/p` (2026-12-06, sixth session), the carry of call_pmr.sh: the gold oracle
+# alone on the GPU, for issue 10's PMR band (the gold targets as a prediction must time within
+# 1 +- 0.03 of the reference's gold). After calls 44-64, 27 verified tasks had a gold PMR
+# outside it (`scripts/oracle_coverage.py`), nearly all scored beside references
+# (`gpu_company` >= 1), and one task had ever been scored with the GPU to itself. The carry
+# holds those whose reference ran on the host's packages (no wheelhouse to bring), their gold
+# predictions (`eval oracle --from gold`) and their frameworks' source bundles.
+# Usage (repository root, venv active): make_carry_pmr.sh STATE MIRRORS
+set -euo pipefail
+state=${1:?usage: make_carry_pmr.sh STATE MIRRORS}; mirrors=${2:?usage: make_carry_pmr.sh STATE MIRRORS}
+T=$state/tasks; C=.carry/p; work=$(mktemp -d)
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+rm -rf $C && mkdir -p $C $work/tasks
+python scripts/oracle_coverage.py docs/runs --tasks $T | sed -n 's/^gold PMR outside: \([^ ]*\) .*/\1/p' > $work/outside.txt
+# on the host's packages: each package a reference recorded that the pins may move at the
+# host's version (as docs/runs/2026-12-04/make_carry.sh chose call 22's tasks)
+python - "$T" $work/outside.txt envbuild/hosts/h200.txt > $C/score.txt <<'PY'
+import json, sys
+from pathlib import Path
+from envbuild.wheelhouse import read_host
+tasks, ids, host = Path(sys.argv[1]), Path(sys.argv[2]).read_text().split(), read_host(Path(sys.argv[3]))
+for t in ids:
+    if not (tasks / t / "reference.json").exists():  # verified in a release before the state
+        print(f"skipped {t}: no reference.json in the state", file=sys.stderr)
+        continue
+    ref = json.loads((tasks / t / "reference.json").read_text())
+    pkgs = dict(p.split("==", 1) for p in ref["environment"]["packages"])
+    if all(host.get(n) == v for n, v in pkgs.items() if n in ("transformers", "omegaconf", "pydantic")):
+        print(t)
+PY
+for t in $(cat $C/score.txt); do cp -r $T/$t $work/tasks/; done
+python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
+for fw in flash-linear-attention:fla-org+flash-linear-attention:fla:"--path fla --path tests --path benchmarks" \
+          liger-kernel:linkedin+Liger-Kernel:lig:"--path src --path test --path benchmark" \
+          megatron-lm:NVIDIA+Megatron-LM:mlm:"--path megatron --path tests"; do
+  IFS=: read -r name mirror short paths <<< "$fw"
+  grep "^${name}__" $C/score.txt > $work/$name.txt || continue
+  python -m eval bundle --tasks $work/tasks --task-file $work/$name.txt \
+    --repo-path $name=$mirrors/$mirror/repo --out $C/$short.git $paths | tail -n 1
+done
+R=""; for b in fla:flash-linear-attention lig:liger-kernel mlm:megatron-lm; do
+  [ -e $C/${b%%:*}.git ] && R="$R --repo-path ${b#*:}=$C/${b%%:*}.git"; done
+python -m eval oracle --tasks $work/tasks --task-file $C/score.txt $R --from gold --out $C/gold.jsonl | tail -n 1
+tar -C $work -czf $C/tasks.tgz tasks
+wc -l $C/score.txt $work/outside.txt; du -sh $C
