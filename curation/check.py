@@ -43,6 +43,7 @@ def check_task(tdir: TaskDir) -> CheckResult:
 
 
 def _check(tdir: TaskDir) -> CheckResult:
+    from curation.imports import UNDEFINED_UPSTREAM
     from curation.requirement import leaks_gold
 
     res = CheckResult(tdir.id)
@@ -103,9 +104,8 @@ def _check(tdir: TaskDir) -> CheckResult:
             )
     if task.tests.undefined_upstream:
         res.warnings.append(
-            "the PR's tests import names that its own commit does not define either (broken "
-            "upstream: the tests importing them fail with the gold and are not kept): "
-            + ", ".join(task.tests.undefined_upstream)
+            f"{UNDEFINED_UPSTREAM} either (broken upstream: the tests importing them fail "
+            "with the gold and are not kept): " + ", ".join(task.tests.undefined_upstream)
         )
     try:
         tdir.load_curation()

@@ -23,6 +23,10 @@ from collections.abc import Iterable, Mapping
 
 from curation.testsel import module_name
 
+# what a name in `tests.undefined_upstream` is (the check's warning; eval.gate's reason when such
+# a module is all a selection could run)
+UNDEFINED_UPSTREAM = "the PR's tests import names that its own commit does not define"
+
 
 def top_level_names(source: bytes) -> set[str] | None:
     """What a module defines at its top level (None when it does not parse, or when it defines

@@ -28,6 +28,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from curation.classify import BEHAVIOUR_CHANGED, behaviour_type
+from curation.imports import UNDEFINED_UPSTREAM
 from curation.model import Hardware, Task, TaskType, TypeDecision, Verification, VerificationStatus
 from curation.testsel import module_name
 from eval.model import (
@@ -62,8 +63,8 @@ OWN_CODE_GAP = "the framework's own code does not import at this commit"
 # an own-code gap whose every missing name is one the PR's tests import though its own commit
 # does not define it (curation's `tests.undefined_upstream`): a test module broken upstream, which
 # no rerun or pin mends (flash-linear-attention #9043fbf03d: `fused_recurrent_simple_gla`, which
-# its `fla.ops.simple_gla` does not export)
-BROKEN_UPSTREAM = "the PR's tests import names that its own commit does not define"
+# its `fla.ops.simple_gla` does not export); `curation.check` warns of it in the same words
+BROKEN_UPSTREAM = UNDEFINED_UPSTREAM
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 _NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
@@ -109,7 +110,9 @@ def gpus_wanted(selection: RunResult | None) -> tuple[int, str] | None:
     return min(found)
 
 
-def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | None:
+def import_gap(
+    runs: Sequence[RunResult], own: Collection[str] = (), upstream: Collection[str] = ()
+) -> str | None:
     """Why the runs' imports failed, from their logs: packages that are missing, the
     framework's own packages (`own`) lacking a module or name at this commit (flash-linear-
     attention #444's merge commit imports `fla.ops.comba.cumsum`, which it never added), or
@@ -118,8 +121,9 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
     name 'X' from 'a.b'` too), a test module whose import failed inside an installed package
     (flash-linear-attention's older models register a name `transformers` now has itself: "'bitnet'
     is already used by a Transformers config"; that task wants its own transformers), or a
-    selection whose every test skipped for a package "is not installed". None when no import
-    failed."""
+    selection whose every test skipped for a package "is not installed". An own-code gap whose
+    every missing name is in `upstream` (names the PR's own commit does not define either,
+    curation's `tests.undefined_upstream`) is BROKEN_UPSTREAM. None when no import failed."""
     missing: set[str] = set()
     lacks: dict[str, set[str]] = {}
     rejected: dict[str, str] = {}  # installed package -> the error it raised at import
@@ -149,6 +153,9 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
 
     mine = {top: names for top, names in lacks.items() if top in own}
     if mine:
+        names = sorted({n for ns in mine.values() for n in ns})
+        if set(names) <= set(upstream):
+            return f"{BROKEN_UPSTREAM}: {', '.join(names)}"
         return f"{OWN_CODE_GAP}: {lacking(mine)}"
     if lacks:
         return f"{PINS_DIFFER}: {lacking(lacks)}"
@@ -157,15 +164,6 @@ def import_gap(runs: Sequence[RunResult], own: Collection[str] = ()) -> str | No
             f"{pkg} ({err})" for pkg, err in sorted(rejected.items())
         )
     return None
-
-
-def upstream_gap(gap: str, task: Task) -> str:
-    """`gap` as BROKEN_UPSTREAM when it is an own-code gap whose every missing name the task's
-    curation found undefined at the PR's own commit; else `gap` as it is."""
-    lacked = set(re.findall(r"[\w.]+\.\w+", gap.removeprefix(OWN_CODE_GAP)))
-    if gap.startswith(OWN_CODE_GAP) and lacked and lacked <= set(task.tests.undefined_upstream):
-        return f"{BROKEN_UPSTREAM}: {', '.join(sorted(lacked))}"
-    return gap
 
 
 def ran_any(run: RunResult | None) -> bool:
@@ -398,9 +396,10 @@ def decide(
         if wanted is not None:
             why = f"needs {wanted[0]} GPUs: every selected test skips here ({wanted[1][:80]})"
             return verdict(VerificationStatus.OUT_OF_SCOPE, why), (), (), ()
-        gap = import_gap([selection] if selection is not None else [], own_packages(task))
+        gap = import_gap([selection] if selection is not None else [], own_packages(task),
+                         task.tests.undefined_upstream)  # fmt: skip
         aside = ""
-        if gap and gap.startswith(OWN_CODE_GAP) and ran_any(selection):
+        if gap and gap.startswith((OWN_CODE_GAP, BROKEN_UPSTREAM)) and ran_any(selection):
             # a test module of the collected directory imports a name its own commit lacks,
             # while other tests ran: that module's gap, not why nothing was kept (2026-12-06,
             # H200: 13 old flash-linear-attention tasks, e.g. #41f4eed82f, whose
@@ -409,7 +408,7 @@ def decide(
             aside = f" (besides, {gap.removeprefix(OWN_CODE_GAP + ': ')})"
             gap = None
         if gap:
-            why = upstream_gap(gap, task)
+            why = gap
         elif (
             selection is not None and selection.exit_code == PYTEST_NO_TESTS and not selection.tests
         ):
@@ -462,9 +461,9 @@ def decide(
         why = f"a reference run was flagged ({', '.join(flagged)})"
         return verdict(VerificationStatus.UNVERIFIED, why), *lists
     if gold_bad or not gold_ok:
-        gap = import_gap(gold, own_packages(task))
+        gap = import_gap(gold, own_packages(task), task.tests.undefined_upstream)
         if gap:
-            why = upstream_gap(gap, task)
+            why = gap
         else:
             classes = sorted({str(r.failure) for r in gold if r.failure is not FailureClass.NONE})
             why = (

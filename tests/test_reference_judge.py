@@ -183,6 +183,12 @@ def test_gate_names_the_missing_package_and_a_gold_that_fails() -> None:
         "the PR's tests import names that its own commit does not define: "
         "fla.ops.triton.retention.naive_retention"
     )
+    # while other tests ran, it is an aside that says so
+    verdict, *_ = decide(broken, [], [], [], ENV, sel)
+    assert verdict.reason == (
+        "no test launches a target kernel (besides, the PR's tests import names that its own "
+        "commit does not define: fla.ops.triton.retention.naive_retention)"
+    )
 
 
 def test_hardware_gap() -> None:
@@ -333,7 +339,8 @@ def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None
     ref = Reference("t", ENV, (), empty, empty, (), (), False, note, (), (), selection=sel)
     ran = SimpleNamespace(checked_at="2026-12-03T07:40:00+00:00", setup="0123456789abcdef")
     t = SimpleNamespace(task_type=SimpleNamespace(type=TaskType.NEW_OP), verification=ran,
-                        target_files=frozenset(), requires=Hardware())  # fmt: skip
+                        target_files=frozenset(), requires=Hardware(),
+                        tests=SimpleNamespace(undefined_upstream=()))  # fmt: skip
     new, verdict = rejudge(t, ref)
     assert verdict is not None and (verdict.status, verdict.reason) == ("unverified", note)
     assert (new.validity_note, new.valid) == (note, False)
