@@ -18,7 +18,7 @@
 # --keep-newer-files (2026-12-06, sixth session): on a warm machine the previous call's
 # partial references and workload results are newer than the carry's copies and are kept
 # (calls 61, 63 and 64 restarted the partials' runs each time: 3 calls, 0-1 runs kept each)
-C=${CARRY:-.carry/f}; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct --keep-newer-files 2>/tmp/ct.kept && T=/tmp/ct/tasks
+C=${CARRY:-.carry/f}; mkdir -p /tmp/ct && tar -xzf $C/tasks.tgz -C /tmp/ct --keep-newer-files 2>/tmp/ct.kept; T=/tmp/ct/tasks  # tar exits 2 when it kept a newer file (call 66)
 touch -d '1 minute ago' $O/machine.txt
 S=$(date +%s); END=${1:-540}; REF_END=${2:-$(( END - 100 ))}
 R="--repo-path flash-linear-attention=$C/fla.git"
