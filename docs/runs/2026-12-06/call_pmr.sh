@@ -3,9 +3,15 @@
 # on the verified tasks whose gold PMR fell outside 1 +- 0.03 beside references (carry
 # `.carry/p`, make_carry_pmr.sh beside this script): one task at a time, SCORE_RUNS alternated
 # runs each (the PMR's median), nothing else on the GPU, so the rows' `gpu_company` should read 0.
-# Usage (move release/ aside first): [CARRY=.carry/p] [SCORE_RUNS=3] call_pmr.sh [END seconds, default 540]
+# Usage (move release/ aside first): [CARRY=.carry/p] [SCORE_RUNS=3] [REQUIRE_GPU=H200] call_pmr.sh [END seconds, default 540]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
+# REQUIRE_GPU (2026-12-06, seventh session): the references of `.carry/p` ran on an H200, and a
+# score restores their autotuning only on the machine kind that chose it; on an H100 (call 67)
+# every run tuned from a cold cache and the first task's three alternated gold runs did not end
+# in 420 s. The call stops at once on another GPU (REQUIRE_GPU= to run anyway).
+if [ -n "${REQUIRE_GPU-H200}" ] && ! grep -q "${REQUIRE_GPU-H200}" $O/machine.txt; then
+  echo "not a ${REQUIRE_GPU-H200}: $(sed -n 2p $O/machine.txt)"; exit 3; fi
 C=${CARRY:-.carry/p}; mkdir -p /tmp/cp && tar -xzf $C/tasks.tgz -C /tmp/cp --keep-newer-files 2>/tmp/cp.kept; T=/tmp/cp/tasks
 S=$(date +%s); END=${1:-540}
 R=""; for b in fla:flash-linear-attention lig:liger-kernel mlm:megatron-lm; do
