@@ -8,8 +8,8 @@ variant's tree (imported from the working directory). Writes, in the working dir
 result file the job names (per call: repetition times in ms, or the error's last line) and,
 when asked, each call's outputs (`torch.save` of {path: tensor}) for the trusted harness to
 compare. Imports from the project only `eval.timing`, `eval.workload_inputs` and
-`eval.launch_capture` (no Triton or torch at their module level), before the variant's tree is
-put on the path.
+`eval.launch_capture` (no Triton or torch at their module level), and for a cold job
+`eval.triton_warmup`, before the variant's tree is put on the path.
 
 Rules: every call's inputs come from `seed + call index` on one generator, so base, gold and
 prediction get the same tensors; FULL calls run backward of every floating output with a
@@ -18,8 +18,10 @@ include the inputs' gradients; BACKWARD calls run the forward once per input set
 its graph and time the backward alone (outputs as FULL, from a fresh forward). `kernel_time`
 times each call with `eval.timing.bench_times` (warm-up, L2 flushed, >= `rep_ms` of work);
 `cold_wall_time` times each call once from a process whose Triton cache the caller emptied,
-compilation and autotuning included. A `check_only` job runs each call once, untimed, for a
-checker the caller runs the harness under (compute-sanitizer memcheck). Without CUDA (tests,
+compilation and autotuning included (with `warm_runtime`, after a kernel of the harness's own,
+`eval.triton_warmup`, took Triton's one-time start in the process: phase `runtime`). A
+`check_only` job runs each call once, untimed, for a checker the caller runs the harness under
+(compute-sanitizer memcheck). Without CUDA (tests,
 TRITON_INTERPRET=1) the job must say `cpu_ok` and times are host wall times.
 """
 
@@ -44,6 +46,16 @@ def _load_project() -> tuple[Any, Any, Any]:
     finally:
         sys.path.remove(_PROJECT)
     return timing, workload_inputs, launch_capture
+
+
+def _warm_runtime(torch: Any, device: Any) -> float:
+    """`eval.triton_warmup.warm` (Triton at its module level: imported only for a cold job)."""
+    sys.path.insert(0, _PROJECT)
+    try:
+        from eval import triton_warmup
+    finally:
+        sys.path.remove(_PROJECT)
+    return float(triton_warmup.warm(torch, device))
 
 
 def _autotuners(kernel: Any) -> list[Any]:
@@ -279,12 +291,15 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     guard = TimerGuard(torch, timing)  # before the variant's tree is on the path
-    for p in reversed(job.get("syspath") or []):
-        sys.path.insert(0, p)
     cuda = torch.cuda.is_available()
     if not cuda and not job.get("cpu_ok"):
         return {"error": "no CUDA device: workload timing needs a GPU"}
     device = torch.device("cuda" if cuda else "cpu")
+    # a cold round times the task's compilation, not Triton's one-time start in this process
+    # (eval.triton_warmup); before the variant's tree is on the path, so no variant's code runs
+    warmed = _warm_runtime(torch, device) if job.get("warm_runtime") else None
+    for p in reversed(job.get("syspath") or []):
+        sys.path.insert(0, p)
     out_dir = Path(job.get("outputs_dir") or ".")
     check_only = bool(job.get("check_only"))
     results = []
@@ -294,6 +309,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     # checked calls
     phases = {"imports": time.perf_counter() - begin, "entry": 0.0, "inputs": 0.0, "outputs": 0.0,
               "timing": 0.0}  # fmt: skip
+    if warmed is not None:
+        phases["imports"] -= warmed
+        phases["runtime"] = warmed
     for i, spec in enumerate(job["calls"]):
         row: dict[str, Any] = {"label": spec["label"]}
         try:

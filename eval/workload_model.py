@@ -215,4 +215,8 @@ class WorkloadResult:
     # `eval workload --anchored`: where the base's times come from when this measurement took
     # them from the task's reference (the gate's) instead of timing the base again; "" else
     anchor: str = ""
+    # a cold_wall_time measurement whose rounds started Triton on a kernel of the harness's own
+    # before the timed calls (eval.triton_warmup, since 2026-12-06): its totals hold the task's
+    # compilation alone and do not compare with those measured before
+    runtime_warmed: bool = False
     schema_version: int = WORKLOAD_SCHEMA_VERSION

@@ -128,6 +128,9 @@ def _job(
         "result": str(tree / RESULT),
         "rep_ms": settings.rep_ms,
         "cpu_ok": settings.cpu_ok,
+        # since 2026-12-06 (seventh session): a cold round starts Triton on a kernel of the
+        # harness's own before the timed calls (eval.triton_warmup; `runtime_warmed`)
+        "warm_runtime": metric is Metric.COLD_WALL_TIME,
     }
 
 
@@ -299,7 +302,7 @@ def measure(
         )
     seconds["compare"] = round(time.perf_counter() - t0, 2)
     summary = summarize_result(task.task_id, workload.metric, calls, environment)
-    return replace(summary, seconds=seconds, phases=phases)
+    return replace(summary, seconds=seconds, phases=phases, runtime_warmed=cold)
 
 
 def _moved(call: WorkloadCall, gold_out: Mapping[str, Any] | None) -> int:
@@ -438,7 +441,8 @@ def anchored(result: WorkloadResult, anchor: WorkloadResult) -> WorkloadResult |
     summary = summarize_result(result.task_id, result.metric, calls, result.environment)
     note = (f"base from the reference measured {anchor.measured_at}; the gold's total "
             f"{drift:+.1%} off its {anchor.gold_total_ms} ms")  # fmt: skip
-    return replace(summary, seconds=result.seconds, phases=result.phases, anchor=note)
+    return replace(summary, seconds=result.seconds, phases=result.phases, anchor=note,
+                   runtime_warmed=result.runtime_warmed)  # fmt: skip
 
 
 def measure_task(

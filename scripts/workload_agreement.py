@@ -55,10 +55,13 @@ def measurements(roots: list[Path]) -> list[dict[str, Any]]:
 
 
 def workload_key(r: dict[str, Any]) -> tuple[str, str, str, tuple[tuple[str, int], ...]]:
-    """Which measurements compare: one task, one machine kind, one metric, one plan."""
+    """Which measurements compare: one task, one machine kind, one metric (a cold wall time
+    measured after the harness's warm-up kernel, `runtime_warmed`, is another metric than one
+    measured before it), one plan."""
     gpu = gpu_name(str(r.get("environment", ""))) or "unknown machine"
     sizes = tuple((str(c.get("label")), int(c.get("bytes_moved") or 0)) for c in r.get("calls", []))
-    return str(r.get("task_id")), gpu, str(r.get("metric")), sizes
+    metric = str(r.get("metric")) + (" (runtime warmed)" if r.get("runtime_warmed") else "")
+    return str(r.get("task_id")), gpu, metric, sizes
 
 
 def spread(totals: list[float]) -> float:

@@ -79,6 +79,25 @@ def test_a_cold_sequence_shows_its_speedups_beside_its_totals(tmp_path: Path, ca
     assert row.endswith("| 22.5% | no | 1.26x, 1.28x (2.1%) |")
 
 
+def test_a_cold_total_after_the_harness_warm_up_compares_only_with_its_kind(
+    tmp_path: Path, capsys
+) -> None:
+    # a cold round that started Triton on the harness's own kernel first (`runtime_warmed`)
+    # measures the task's compilation alone: not the same metric as the totals before it
+    runs = tmp_path / "runs"
+    _result(runs / "c43" / "m", "mlm__5608__k", "2026-12-05T22:00:00", 901.4,
+            gpu="NVIDIA H100 80GB HBM3", metric="cold_wall_time", speedup=1.28)  # fmt: skip
+    _result(runs / "c70" / "m", "mlm__5608__k", "2026-12-07T10:00:00", 380.0,
+            gpu="NVIDIA H100 80GB HBM3", metric="cold_wall_time", speedup=2.1)  # fmt: skip
+    f = runs / "c70" / "m" / "workload_result.json"
+    f.write_text(json.dumps({**json.loads(f.read_text()), "runtime_warmed": True}))
+    assert agreement([str(runs)]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| mlm")]
+    assert rows == []  # two metrics measured once each: nothing to compare yet
+    assert "repeated on one day only: 0 tasks" in out and "two or more days" in out
+
+
 def test_a_missing_folder_is_one_clear_error(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         agreement([str(tmp_path / "nowhere")])
