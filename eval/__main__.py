@@ -173,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     _selection(wl)
     wl.add_argument("--plan-only", action="store_true", help="write workload.json, time nothing")
     wl.add_argument(
+        "--count-flops", type=int, nargs="?", const=32, metavar="PROGRAMS",
+        help="instead of timing, count the matrix-product FLOPs the gold's kernels execute on "
+        "each call, in Triton's interpreter on the CPU, running PROGRAMS (default 32) evenly "
+        "spread programs of each launch; written into workload.json (counted tasks are skipped "
+        "unless --force, which then counts again and never replans)",
+    )  # fmt: skip
+    wl.add_argument(
         "--all-types", action="store_true",
         help="plan every task, not only optimizations (their workloads time predictions too)",
     )  # fmt: skip

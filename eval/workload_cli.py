@@ -5,7 +5,8 @@ Reads: task directories, the frameworks' repositories (`--repo-path`), predictio
 measured task (in the task directory; under `--out/<task_id>/` with predictions), the verdict
 in task.json when the task has a reference run, `--out/workload_summary.json`.
 Resumable: a task with a result is skipped unless `--force`; without CUDA the measurement is
-skipped with one line (the plan is still written).
+skipped with one line (the plan is still written). `--count-flops` times nothing: it counts the
+gold's matrix-product FLOPs per call on the CPU (`eval.flop_count`) into `workload.json`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def _scope(tdir: TaskDir, all_types: bool) -> str:
 
 
 def plan_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> dict[str, Workload]:
-    """workload.json for every selected task (kept when present, unless --force)."""
+    """workload.json for every selected task (kept when present, unless --force without
+    --count-flops)."""
     from rich.progress import Progress
 
     from eval.session import EvalSettings, stores
@@ -54,7 +56,9 @@ def plan_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> di
         for tdir in tdirs:
             bar.advance(job)
             existing = tdir.load(TaskFile.WORKLOAD, Workload)
-            if existing is not None and not args.force:
+            # a count reads the plans there are: with it, --force counts again, never replans
+            # (a new plan would no longer be the one the task's result was measured on)
+            if existing is not None and (not args.force or args.count_flops):
                 plans[tdir.id] = existing
                 continue
             task = tdir.load_task()
@@ -146,6 +150,8 @@ def run_workload_command(args: argparse.Namespace) -> int:
     )
     if args.plan_only:
         return 0
+    if args.count_flops:
+        return count_all(args, [t for t in tdirs if t.id in plans and plans[t.id].calls], console)
     from eval.timing import cuda_available
 
     if not cuda_available():
@@ -171,6 +177,44 @@ def on_wheelhouse(
 
     python, venv = interpreter_for(RunSettings(wheelhouse=wheelhouse), tdir)
     return settings if venv is None else replace(settings, python=python, venv=venv)
+
+
+def count_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> int:
+    """`--count-flops`: each workload's calls get the FLOPs the gold executes on them (CPU)."""
+    from rich.progress import Progress
+
+    from eval.session import EvalSettings, scratch_dir, stores
+    from eval.workload_run import MeasureSettings, count_task_flops
+
+    if args.count_flops < 1:
+        raise EvalError(f"--count-flops: at least 1 program a launch, not {args.count_flops}")
+    repos = stores(from_args(EvalSettings, args))
+    settings = MeasureSettings(timeout_s=args.timeout, trusted_unsandboxed=args.no_sandbox)
+    done = failed = kept = 0
+    with scratch_dir(args.scratch) as tmp, Progress(console=console) as bar:
+        job = bar.add_task("counting FLOPs", total=len(tdirs))
+        for tdir in tdirs:
+            bar.advance(job)
+            plan = tdir.load(TaskFile.WORKLOAD, Workload)
+            if plan is not None and plan.flops_counted and not args.force:
+                kept += 1
+                continue
+            task = tdir.load_task()
+            t0 = time.perf_counter()
+            try:
+                counted = count_task_flops(task, tdir, repos[task.framework], Path(tmp),
+                                           on_wheelhouse(settings, args.wheelhouse, tdir),
+                                           args.count_flops)  # fmt: skip
+            except Exception as exc:  # one broken task must not stop the others
+                failed += 1
+                bar.console.print(f"{tdir.id}: not counted: {one_line(exc)}", markup=False)
+                continue
+            done += 1
+            per_call = ", ".join(f"{c.label} {c.flops / 1e9:.4g} GFLOP" for c in counted.calls)
+            bar.console.print(f"{tdir.id}: {per_call} ({time.perf_counter() - t0:.0f} s)",
+                              markup=False)  # fmt: skip
+    print(f"FLOPs counted on {done} workloads, {failed} failed, {kept} counted before")
+    return 1 if failed and not done else 0
 
 
 def measure_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> int:

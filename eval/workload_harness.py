@@ -48,6 +48,27 @@ def _load_project() -> tuple[Any, Any, Any]:
     return timing, workload_inputs, launch_capture
 
 
+def _flop_counter(programs: int, roots: list[str]) -> Any:
+    """`eval.flop_count.DotFlops` over the variant's tree `roots` (Triton at its module level:
+    imported only for a count)."""
+    sys.path.insert(0, _PROJECT)
+    try:
+        from eval import flop_count
+    finally:
+        sys.path.remove(_PROJECT)
+    return flop_count.DotFlops(programs, roots)
+
+
+def count_flops(call: Call, counter: Any) -> dict[str, Any]:
+    """The matrix-product FLOPs of what a call's timing would time, counted by `counter` (a
+    `DotFlops` whose hooks are in place): a BACKWARD call's kept forward runs first, uncounted."""
+    if call.mode == "backward":
+        call.graph(0)
+    with counter.counting():
+        call(0)
+    return dict(counter.summary())
+
+
 def _warm_runtime(torch: Any, device: Any) -> float:
     """`eval.triton_warmup.warm` (Triton at its module level: imported only for a cold job)."""
     sys.path.insert(0, _PROJECT)
@@ -145,7 +166,9 @@ class Call:
                 else:
                     pos.append(v)
             self.sets.append((pos, kw, gen))
-        self.mode = spec.get("mode") or "forward"
+        # a bare kernel is timed as its launch; plans before 2026-12-06 could give one a
+        # backward mode, which timed nothing (flash-linear-attention #449)
+        self.mode = "forward" if kind == "kernel" else spec.get("mode") or "forward"
         self.full = self.mode in ("full", "backward")  # gradients are made and compared
         self.grads: dict[int, list[Any]] = {}  # per input set: made once, outside any timing
         self.graphs: dict[int, tuple[Any, list[Any]]] = {}  # BACKWARD: kept forward, its outputs
@@ -188,11 +211,16 @@ class Call:
         if outs:
             self.torch.autograd.backward(outs, grads)
 
-    def _backward_only(self, i: int) -> Any:
+    def graph(self, i: int) -> tuple[Any, list[Any]]:
+        """BACKWARD: input set `i`'s forward, run once and kept (outputs, and those of them a
+        gradient flows back into)."""
         if i not in self.graphs:
             out = self._forward(i)
             self.graphs[i] = (out, self._outs_and_grads(i, out)[0])
-        out, outs = self.graphs[i]
+        return self.graphs[i]
+
+    def _backward_only(self, i: int) -> Any:
+        out, outs = self.graph(i)
         self._clear_grads(i)
         if outs:
             self.torch.autograd.backward(outs, self.grads[i], retain_graph=True)
@@ -291,8 +319,15 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     guard = TimerGuard(torch, timing)  # before the variant's tree is on the path
+    counting = int(job.get("count_flops") or 0)  # programs a launch runs; 0: a timing job
+    if counting and os.environ.get("TRITON_INTERPRET") != "1":
+        return {"error": "counting FLOPs runs the kernels in Triton's interpreter: it needs "
+                         "TRITON_INTERPRET=1"}  # fmt: skip
+    # a count runs the kernels in the interpreter, on CUDA tensors where there is a GPU (the
+    # framework's own code then takes its GPU paths: flash-linear-attention's device contexts,
+    # Megatron-LM's `torch.cuda` calls fail on a CPU-only torch), else on the CPU
     cuda = torch.cuda.is_available()
-    if not cuda and not job.get("cpu_ok"):
+    if not cuda and not job.get("cpu_ok") and not counting:
         return {"error": "no CUDA device: workload timing needs a GPU"}
     device = torch.device("cuda" if cuda else "cpu")
     # a cold round times the task's compilation, not Triton's one-time start in this process
@@ -323,12 +358,13 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 spec,
                 int(job.get("seed", 0)) + i,
                 device,
-                1 if big or check_only or job["metric"] == "cold_wall_time" else 2,
+                1 if big or check_only or counting or job["metric"] == "cold_wall_time" else 2,
             )
             phases["entry"] += call.resolve_s
             phases["inputs"] += time.perf_counter() - t0 - call.resolve_s
             t0 = time.perf_counter()
-            if job.get("save_outputs") and job["metric"] != "cold_wall_time" and not check_only:
+            untimed = check_only or counting
+            if job.get("save_outputs") and job["metric"] != "cold_wall_time" and not untimed:
                 # before any timing: a kernel that accumulates into its arguments would give
                 # outputs that depend on how many repetitions ran
                 with LaunchLog(launch_capture.launching_classes()) as launched:
@@ -338,7 +374,10 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 row["outputs"] = f"outputs-{i}.pt"
             phases["outputs"] += time.perf_counter() - t0
             t_timing = time.perf_counter()
-            if check_only:
+            if counting:
+                with _flop_counter(counting, job.get("syspath") or []) as counter:
+                    row.update(count_flops(call, counter))
+            elif check_only:
                 # one call, untimed, nothing saved: the run a checker (compute-sanitizer
                 # memcheck) watches
                 call(0)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from eval.perf_scores import rebased
+from eval.perf_scores import efficiency, rebased
 
 WORKLOAD_SCHEMA_VERSION = 1
 
@@ -102,7 +102,7 @@ class WorkloadCall:
     mode: Mode = Mode.FORWARD
     grid: tuple[int, ...] = ()  # KERNEL entries only
     bytes_moved: int = 0  # tensor bytes read and written once (estimate)
-    flops: int = 0  # 0 when not a matrix product
+    flops: int = 0  # matrix-product FLOPs the gold executes (eval.flop_count); 0: none/not counted
     estimate_us: float = 0.0  # bytes at the H200's copy bandwidth (FLOPs at its bf16 peak)
 
 
@@ -116,6 +116,8 @@ class Workload:
     calls: tuple[WorkloadCall, ...]
     why: str = ""  # why no source gave a call
     tried: tuple[str, ...] = ()  # each source and what it found
+    # how the calls' `flops` were counted (`eval workload --count-flops`); "" while not counted
+    flops_counted: str = ""
     schema_version: int = WORKLOAD_SCHEMA_VERSION
 
 
@@ -154,14 +156,20 @@ class CallResult:
     gold_launched: tuple[str, ...] | None = None
 
 
-def gold_efficiency(result: WorkloadResult, call: CallResult) -> float | None:
+def gold_efficiency(result: WorkloadResult, call: CallResult, flops: int = 0) -> float | None:
     """A stored call's gold efficiency as a fraction of the peaks of the GPU that ran it
     (`perf_scores.rebased`); none for a cold sequence, whose times hold compilation and whose
     bytes are the plan's estimate (`workload_run.measure` stores none since 2026-12-05; older
-    results kept one)."""
+    results kept one). `flops`: the call's matrix-product FLOPs counted after it was measured
+    (`workload.json`, `eval workload --count-flops`), whose fraction of the bf16 peak counts
+    when it is the larger."""
     if result.metric is Metric.COLD_WALL_TIME:
         return None
-    return rebased(call.gold_efficiency, call.flops, call.peaks, result.environment)
+    stored = rebased(call.gold_efficiency, call.flops, call.peaks, result.environment)
+    if call.flops or not flops or call.gold is None:
+        return stored
+    dots = efficiency(0, flops, call.gold.median_ms, result.environment)
+    return max((e for e in (stored, dots) if e is not None), default=None)
 
 
 def spread_total(

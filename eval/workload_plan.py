@@ -1094,8 +1094,11 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
     calls, note = from_benchmarks(task, view, mode)
     tried.append(f"{Source.BENCHMARK_SCRIPT}: {note}")
     stable = captured is not None and _signature_kept(task, captured.kernel)
+    # a captured launch is called as the bare kernel: what is timed is that launch, never a
+    # backward through it (flash-linear-attention #449's backward-mode kernel calls kept the
+    # launch in the untimed forward and timed nothing: 1.8 us at "107x the copy peak")
     if not calls and captured is not None and stable:
-        calls, note = from_models(captured, view, mode)
+        calls, note = from_models(captured, view, Mode.FORWARD)
         tried.append(f"{Source.MODEL_CONFIG}: {note}")
     elif not calls:
         tried.append(f"{Source.MODEL_CONFIG}: needs a captured launch of a target kernel")
@@ -1111,7 +1114,7 @@ def plan_workload(task: Task, view: TreeView, captured: Captured | None) -> Work
                 "(a kernel-level call would not fit the gold)"
             )
         else:
-            calls, note = scaled_calls(captured, mode, steps=steps)
+            calls, note = scaled_calls(captured, Mode.FORWARD, steps=steps)
             tried.append(f"{Source.SCALED_TEST_CALL}: {note}")
     why = "" if calls else "no source gave a call: " + "; ".join(tried)
     return Workload(task.task_id, metric, why_metric, tuple(calls), why, tuple(tried))

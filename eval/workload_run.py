@@ -57,6 +57,11 @@ HARNESS = Path(__file__).resolve().parent / "workload_harness.py"
 JOB = ".tpb_workload_job.json"
 RESULT = ".tpb_workload_result.json"
 SEED = 20261201
+# programs of each launch a FLOP count runs in the interpreter (`eval.flop_count`): on
+# flash-linear-attention #1033's parallel attention at 2x4096x4x64 (256 programs, causal), 32
+# gave the full grid's count exactly in 8 s where the full grid took 63 s, 8 gave +3% (CPU,
+# Triton 3.6, 2026-12-06)
+FLOP_PROGRAMS = 32
 
 
 @dataclass(frozen=True)
@@ -142,20 +147,27 @@ def _run_once(
     cache: Path,
     save: bool = True,
     prefix: Sequence[str] = (),
+    count_programs: int = 0,
 ) -> tuple[dict[str, Any], ScriptRun]:
     """One harness process on `tree`; `save`: it also writes each call's outputs (and the
     kernels each call launched) for the comparison, which only a variant's first run needs
     (a large call's outputs and gradients are gigabytes to copy and write). With `prefix` (a
-    checker's command) the process runs only the first call, once, untimed, under it."""
+    checker's command) the process runs only the first call, once, untimed, under it. With
+    `count_programs`, each call runs once in Triton's interpreter on the CPU, that many programs
+    of each launch, and its matrix-product FLOPs are counted (`eval.flop_count`)."""
     job = _job(workload, tree, workload.metric, settings, save)
     if prefix:
         job = {**job, "calls": job["calls"][:1], "check_only": True, "save_outputs": False}
+    if count_programs:
+        job = {**job, "count_flops": count_programs, "save_outputs": False, "warm_runtime": False}
     (tree / JOB).write_text(json.dumps(job))
     # warm rounds reuse the first round's autotuning as they reuse its compiled kernels (Triton
     # keys both by the kernel's source); a cold round compiles and autotunes as a user's first
     # call would
     cold = workload.metric is Metric.COLD_WALL_TIME
     env = {"TRITON_CACHE_DIR": str(cache), "TRITON_CACHE_AUTOTUNING": "0" if cold else "1"}
+    if count_programs:
+        env["TRITON_INTERPRET"] = "1"
     sandboxed = not (trusted and settings.trusted_unsandboxed)
 
     run = run_script(
@@ -443,6 +455,57 @@ def anchored(result: WorkloadResult, anchor: WorkloadResult) -> WorkloadResult |
             f"{drift:+.1%} off its {anchor.gold_total_ms} ms")  # fmt: skip
     return replace(summary, seconds=result.seconds, phases=result.phases, anchor=note,
                    runtime_warmed=result.runtime_warmed)  # fmt: skip
+
+
+def count_task_flops(
+    task: Task,
+    tdir: TaskDir,
+    store: Any,
+    scratch: Path,
+    settings: MeasureSettings,
+    programs: int = FLOP_PROGRAMS,
+) -> Workload:
+    """The task's workload with each call's `flops`: the matrix-product FLOPs the gold's
+    kernels execute on it, counted in Triton's interpreter on the CPU (`eval.flop_count`: at
+    most `programs` programs of each launch run, the count scaled to the grid). A call whose
+    count failed keeps its `flops` (0) and its error is raised after the others are counted."""
+    from eval.workspace import prepare
+
+    workload = tdir.load(TaskFile.WORKLOAD, Workload)
+    if workload is None or not workload.calls:
+        raise EvalError("no workload call to count", task_id=task.task_id)
+    root = scratch / task.task_id
+    tree = prepare(task, tdir, store, root / "gold", Variant.GOLD)
+    try:
+        try:
+            install_extensions(tree, settings.python or sys.executable,
+                               settings.cache_root or default_cache())  # fmt: skip
+        except ExtensionError as exc:
+            log.warning("%s: %s; counted without them", task.task_id, exc)
+        result, _ = _run_once(tree, workload, settings, True, root / "cache", save=False,
+                              count_programs=programs)  # fmt: skip
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    rows = result.get("calls") or []
+    errors = [result["error"]] if "error" in result else []
+    calls = list(workload.calls)
+    for i, row in enumerate(rows[: len(calls)]):
+        if row.get("error") or "flops" not in row:
+            errors.append(f"{calls[i].label}: {row.get('error') or 'not counted'}")
+            continue
+        calls[i] = replace(calls[i], flops=int(row["flops"]))
+    how = (f"Triton {_first(rows, 'triton')} interpreter, at most {programs} programs a "
+           f"launch, {datetime.now(UTC).strftime('%Y-%m-%d')}")  # fmt: skip
+    counted = replace(workload, calls=tuple(calls), flops_counted=how)
+    if errors:
+        tdir.store(TaskFile.WORKLOAD, replace(counted, flops_counted=""))
+        raise EvalError(f"FLOPs not counted: {errors[0]}", task_id=task.task_id)
+    tdir.store(TaskFile.WORKLOAD, counted)
+    return counted
+
+
+def _first(rows: Sequence[Mapping[str, Any]], key: str) -> str:
+    return next((str(r[key]) for r in rows if r.get(key)), "?")
 
 
 def measure_task(

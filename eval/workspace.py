@@ -14,6 +14,7 @@ state: its base is the base commit.
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +27,8 @@ from eval.model import Variant
 from mining.errors import GitError
 from mining.git import GitRepo, apply_patch
 
+log = logging.getLogger(__name__)
+
 BUNDLE_REF = "refs/bases/"
 
 
@@ -34,6 +37,11 @@ class SourceStore:
 
     def __init__(self, repo: GitRepo):
         self.repo = repo
+        # per commit, the files left out of its checkouts: their blobs are not in the clone
+        # (large assets a partial clone or a mirror snapshot lacks; Liger-Kernel's
+        # test/resources/tiny_shakespeare_tokenized arrow file, 2026-12-06), as `eval bundle`
+        # leaves them out
+        self.absent: dict[str, list[str]] = {}
 
     def resolve(self, commit: str) -> str:
         if self.repo.has_commit(commit):
@@ -47,7 +55,17 @@ class SourceStore:
     def checkout(self, commit: str, dest: Path) -> None:
         if dest.exists():
             shutil.rmtree(dest)
-        self.repo.archive(self.resolve(commit), dest)
+        sha = self.resolve(commit)
+        try:
+            self.repo.archive(sha, dest)
+        except GitError:
+            self.absent[commit] = self.repo.absent_paths(sha)
+            if not self.absent[commit]:
+                raise
+            shutil.rmtree(dest, ignore_errors=True)
+            log.warning("%s: %d files whose blobs the clone lacks left out: %s", sha[:12],
+                        len(self.absent[commit]), ", ".join(self.absent[commit][:3]))  # fmt: skip
+            self.repo.archive(sha, dest, (), self.absent[commit])
 
 
 def prepare(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -43,7 +42,6 @@ from eval.model import Variant
 from eval.oracle import oracle_record
 from eval.session import EvalSettings, select_tasks
 from eval.workspace import SourceStore, prepare
-from mining.errors import GitError
 from mining.git import GitRepo
 from mining.store import repo_paths
 
@@ -56,34 +54,13 @@ CARRIED = "carried"
 HINT_LINES = 3
 
 
-class SnapshotStore(SourceStore):
-    """A `SourceStore` whose checkouts leave out the files whose blobs the clone lacks (large
-    assets missing from a partial clone or a mirror snapshot), as `eval bundle` does; those
-    left out are kept in `absent`."""
-
-    def __init__(self, repo: GitRepo):
-        super().__init__(repo)
-        self.absent: dict[str, list[str]] = {}
-
-    def checkout(self, commit: str, dest: Path) -> None:
-        try:
-            super().checkout(commit, dest)
-        except GitError:
-            sha = self.resolve(commit)
-            self.absent[commit] = self.repo.absent_paths(sha)
-            if not self.absent[commit]:
-                raise
-            shutil.rmtree(dest, ignore_errors=True)
-            self.repo.archive(sha, dest, (), self.absent[commit])
+_stores: dict[str, SourceStore] = {}  # one per repository and process
 
 
-_stores: dict[str, SnapshotStore] = {}  # one per repository and process
-
-
-def _store(repo: Path) -> SnapshotStore:
+def _store(repo: Path) -> SourceStore:
     key = str(repo)
     if key not in _stores:
-        _stores[key] = SnapshotStore(GitRepo(repo))
+        _stores[key] = SourceStore(GitRepo(repo))
     return _stores[key]
 
 
@@ -123,8 +100,7 @@ def check_task(
     spliced in, under `scratch`, and compare the files of the gold patch; a result row."""
     task = tdir.load_task()
     row: dict[str, Any] = {"task_id": tdir.id, "framework": task.framework}
-    if isinstance(store, SnapshotStore):
-        store.absent.pop(task.base_commit, None)
+    store.absent.pop(task.base_commit, None)
     stage = "gold oracle record"
     try:
         if record is None:

@@ -1,6 +1,8 @@
 """The table issue 10 asks for: per verified optimization task, its workload's source, sizes,
 base and gold times with their spread, the speedup and the gold's efficiency (a fraction of the
-measured peaks of the GPU that ran it; "-" for a GPU never measured).
+measured peaks of the GPU that ran it: bytes over its copy bandwidth or, where the workload's
+matrix-product FLOPs were counted (`eval workload --count-flops`), FLOP/s over its bf16 peak,
+whichever is larger, with the TFLOP/s achieved; "-" for a GPU never measured).
 
     python scripts/workload_report.py TASKS [--all]
 
@@ -69,7 +71,10 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
                  f"{result.gold_total_ms:.4g} ms, {apart})")  # fmt: skip
     out = []
     for i, call in enumerate(result.calls):
-        eff = gold_efficiency(result, call)
+        counted = plan.calls[i].flops if plan is not None and i < len(plan.calls) else 0
+        eff = gold_efficiency(result, call, counted)
+        rate = (f" ({(call.flops or counted) / call.gold.median_ms / 1e9:.0f} TFLOP/s)"
+                if eff is not None and (call.flops or counted) and call.gold else "")  # fmt: skip
         first = i == 0
         out.append("| " + " | ".join([
             head if first else "",
@@ -79,7 +84,7 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
             _ms(call.base),
             _ms(call.gold),
             total if first else "",
-            f"{eff:.2f}" if eff is not None else "-",
+            f"{eff:.2f}{rate}" if eff is not None else "-",
         ]) + " |")  # fmt: skip
     return out, result
 

@@ -335,6 +335,29 @@ def test_missing_blob_needed_for_rename_detection_does_not_stop_the_crawl(
     assert [f.additions for f in first.files + second.files] == [None] * 6
 
 
+def test_a_checkout_leaves_out_the_files_whose_blobs_the_mirror_lacks(
+    base: TinyRepo, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: the Liger-Kernel mirror of 2026-12-06 lacks the blob of a test resource
+    (an arrow file), and every tree of a task (`eval workload --count-flops`, `eval run` on the
+    mirror) failed in `git archive`; the tree is made without that file, which is named."""
+    from eval.workspace import SourceStore
+    from mining.git import GitRepo
+
+    base.write("test/resources/big.arrow", "x" * 5000)
+    base.write("pkg/ops/add.py", ADD_KERNEL)
+    sha = base.commit("Data and a kernel (#1)")
+    lost = base.git("rev-parse", "HEAD:test/resources/big.arrow")
+    (base.path / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    store = SourceStore(GitRepo(base.path))
+    dest = tmp_path / "tree"
+    store.checkout(sha, dest)
+    assert (dest / "pkg/ops/add.py").read_text() == ADD_KERNEL
+    assert not (dest / "test/resources/big.arrow").exists()
+    assert store.absent == {sha: ["test/resources/big.arrow"]}
+    assert "1 files whose blobs the clone lacks left out: test/resources/big.arrow" in caplog.text
+
+
 def test_a_bare_repository_at_a_relative_path_is_made_there(tmp_path, monkeypatch) -> None:
     """Regression: `eval bundle --out .carry/bundles/x.git` (a relative path) made the bare
     repository one level too deep (`x.git/.carry/bundles/x.git`) and then refused its own

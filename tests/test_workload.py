@@ -968,6 +968,21 @@ def _varlen_capture() -> Captured:
     return Captured("chunk_bwd_kernel_dk", "pkg/ops/chunk.py", rec)
 
 
+def test_a_captured_launch_of_a_backward_kernel_is_timed_as_the_launch(tmp_path: Path) -> None:
+    """flash-linear-attention #449: its kernel-level calls were planned in backward mode (every
+    kernel the PR changes is a backward one), so the harness ran the launch in the untimed
+    forward and timed an empty backward."""
+    repo, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    bwd = "rowscale_bwd_kernel"
+    task = replace(task, kernels=tuple(replace(k, name=bwd) for k in task.kernels))
+    assert workload_mode(task) is Mode.BACKWARD
+    cap = replace(_capture(), kernel=bwd)
+    plan = plan_workload(task, _view(repo, task.base_commit), cap)
+    assert plan.calls and {c.source for c in plan.calls} == {Source.SCALED_TEST_CALL}
+    assert {(c.entry.kind, c.mode) for c in plan.calls} == {(EntryKind.KERNEL, Mode.FORWARD)}
+
+
 def test_a_launch_whose_work_does_not_grow_with_its_tensors_is_not_scaled() -> None:
     """Doubling a batch of one changes neither the grid, nor a scalar, nor `cu_seqlens`: the
     kernel would do the test's work on larger tensors (what the H200 timed for

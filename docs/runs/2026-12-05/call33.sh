@@ -5,7 +5,7 @@
 #      flash-linear-attention run compiles cold, up to 300 s), at most REF seconds;
 #   2. then, on a quiet GPU, the workloads of wl.txt in order until END; resumable, a cut one
 #      is timed again by the next call.
-# Usage: [CARRY=.carry/t] call33.sh [END seconds, default 520] [REF seconds, default 270]
+# Usage: [CARRY=.carry/t] [COUNT=SECONDS] call33.sh [END seconds, default 520] [REF seconds, default 270]
 # (a carry with control.txt times those tasks' setup state beside base and gold first)
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
@@ -31,6 +31,16 @@ if [ -s $C/control.txt ]; then
     $R --wheelhouse $C/wh --predictions /tmp/ctl.jsonl --rounds 2 --timeout 150 --deadline $(( L - 120 )) \
     --scratch /tmp/swc --triton-cache /tmp/twc --out /tmp/wctl >> $O/ctl.log 2>&1
   echo "control rc $? after $(( $(date +%s) - S )) s" >> $O/ctl.log
+fi
+# COUNT=SECONDS (2026-12-06, eighth session): first count the matrix-product FLOPs of the
+# workloads' gold calls (`eval workload --count-flops`, Triton's interpreter on CUDA tensors:
+# CPU-bound, nothing timed beside it; flash-linear-attention's device context fails on a
+# CPU-only torch, so its counts are made here), at most COUNT seconds; the counted workload.json
+# comes back with the timed result
+if [ -n "${COUNT:-}" ] && [ -s $C/wl.txt ]; then
+  timeout -k 10 -s INT $COUNT python3 -m eval workload --count-flops --tasks $T \
+    --task-file $C/wl.txt $R --wheelhouse $C/wh --timeout 150 --scratch /tmp/swf --out /tmp/wsf > $O/flops.log 2>&1
+  echo "flops rc $? after $(( $(date +%s) - S )) s" >> $O/flops.log
 fi
 L=$(left); [ -s $C/wl.txt ] && [ $L -gt 100 ] && timeout -k 30 -s INT $(( L - 15 )) python3 -m eval workload --tasks $T \
   --task-file $C/wl.txt $R --wheelhouse $C/wh --rounds 2 --memcheck --timeout 150 --deadline $(( L - 120 )) \
