@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,54 +39,33 @@ import triton.language as tl  # noqa: E402
 
 from eval.flop_count import DotFlops  # noqa: E402
 
-
-@triton.jit
-def _tiles(a_ptr, b_ptr, c_ptr, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """c = a @ b for row-major a [M, K], b [K, N]; one program per BM x BN tile."""
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
-        acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from bench_flop_count import causal_kernel  # noqa: E402
 
 
-@triton.jit
-def _causal(q_ptr, o_ptr, B: tl.constexpr):
-    """Program i multiplies i + 1 blocks, as a causal attention's block row does."""
-    i = tl.program_id(0)
-    r = tl.arange(0, B)
-    q = tl.load(q_ptr + r[:, None] * B + r[None, :])
-    acc = tl.zeros((B, B), dtype=tl.float32)
-    for _ in range(0, i + 1):
-        acc += tl.dot(q, q)
-    tl.store(o_ptr + i * B * B + r[:, None] * B + r[None, :], acc)
+@pytest.fixture
+def fw_mm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The tiny framework's matmul module (`MM` below), imported from a file of its own."""
+    import importlib
+
+    (tmp_path / "fw_mm.py").write_text(MM)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module("fw_mm")
 
 
-def _mm(a, b, block=16):  # type: ignore[no-untyped-def]
-    c = torch.empty(a.shape[0], b.shape[1])
-    grid = (a.shape[0] // block, b.shape[1] // block)
-    _tiles[grid](a, b, c, b.shape[1], a.shape[1], BM=block, BN=block, BK=block)
-    return c
-
-
-def test_a_tiled_matmul_counts_2mnk_whether_every_program_runs_or_a_sample() -> None:
+def test_a_tiled_matmul_counts_2mnk_whether_every_program_runs_or_a_sample(fw_mm) -> None:  # type: ignore[no-untyped-def]
     a, b = torch.randn(64, 32), torch.randn(32, 48)
     with DotFlops(1000) as every, every.counting():
-        c = _mm(a, b)
+        c = fw_mm.mm(a, b)
     assert torch.allclose(c, a @ b, atol=1e-4)  # every program ran
     assert every.total == 2 * 64 * 48 * 32
     assert every.summary()["programs"] == [12, 12] and every.launches == 1
     # 3 of the 12 tiles run; each does the same work, so the scaled count is exact
     with DotFlops(3) as sampled, sampled.counting():
-        c = _mm(a, b)
+        c = fw_mm.mm(a, b)
     assert sampled.total == 2 * 64 * 48 * 32
     assert sampled.summary()["programs"] == [3, 12]
-    assert sampled.by_kernel == {"_tiles": 2 * 64 * 48 * 32}
+    assert sampled.by_kernel == {"mm_kernel": 2 * 64 * 48 * 32}
 
 
 def test_a_sample_spread_over_a_causal_grid_estimates_its_count() -> None:
@@ -93,29 +73,29 @@ def test_a_sample_spread_over_a_causal_grid_estimates_its_count() -> None:
     q, o = torch.randn(bs, bs), torch.zeros(blocks, bs, bs)
     exact = sum(i + 1 for i in range(blocks)) * 2 * bs**3
     with DotFlops(8) as counter, counter.counting():
-        _causal[(blocks,)](q, o, B=bs)
+        causal_kernel()[(blocks,)](q, o, B=bs)
     assert counter.summary()["programs"] == [8, blocks]
     assert abs(counter.total / exact - 1) < 0.02, (counter.total, exact)
     # the programs it skipped stored nothing: only 8 blocks of the output were written
     assert int((o.abs().sum(dim=(1, 2)) > 0).sum()) == 8
 
 
-def test_only_counted_launches_count_and_the_interpreter_is_given_back() -> None:
+def test_only_counted_launches_count_and_the_interpreter_is_given_back(fw_mm) -> None:  # type: ignore[no-untyped-def]
     from triton.runtime import interpreter
 
     a, b = torch.randn(32, 32), torch.randn(32, 32)
     executor_call = interpreter.GridExecutor.__call__
     with DotFlops(4) as counter:
-        _mm(a, b)  # outside counting(): sampled, not counted
+        fw_mm.mm(a, b)  # outside counting(): sampled, not counted
         assert counter.total == 0
         with counter.counting():
-            _mm(a, b)
-            _mm(a, b)
+            fw_mm.mm(a, b)
+            fw_mm.mm(a, b)
     assert counter.total == 2 * (2 * 32**3) and counter.launches == 2
     # every hook undone: a later launch runs all its programs and nothing counts it
     assert interpreter.GridExecutor.__call__ is executor_call
     assert "create_dot" not in vars(interpreter.interpreter_builder)
-    assert torch.allclose(_mm(a, b), a @ b, atol=1e-4)
+    assert torch.allclose(fw_mm.mm(a, b), a @ b, atol=1e-4)
     assert counter.total == 2 * (2 * 32**3)
     with pytest.raises(ValueError, match="at least 1"):
         DotFlops(0)
@@ -322,9 +302,6 @@ def test_counted_flops_give_the_efficiency_when_they_are_the_larger_fraction() -
 
 
 def test_the_sampling_benchmark_script(capsys: pytest.CaptureFixture[str]) -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     from bench_flop_count import main as bench
 
     with pytest.raises(SystemExit) as e:
