@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -208,8 +209,16 @@ def _mm_task(tmp_path: Path):  # type: ignore[no-untyped-def]
     return repo, tasks, task_dirs(tasks)[0]
 
 
+@pytest.mark.parametrize(
+    "sandbox",
+    [
+        pytest.param(["--no-sandbox"], id="trusted"),
+        pytest.param([], id="sandboxed", marks=pytest.mark.skipif(
+            not shutil.which("bwrap"), reason="the sandbox needs bubblewrap")),
+    ],
+)  # fmt: skip
 def test_count_flops_command_writes_each_calls_flops_into_the_workload(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sandbox: list[str]
 ) -> None:
     from eval.__main__ import main
 
@@ -233,7 +242,7 @@ def test_count_flops_command_writes_each_calls_flops_into_the_workload(
                                            (wrapper, kernel)))  # fmt: skip
     argv = ["workload", "--count-flops", "3", "--all-types", "--tasks", str(tasks), "--out",
             str(tmp_path / "out"), "--repo-path", f"{task.framework}={repo.path}",
-            "--no-sandbox"]  # fmt: skip
+            *sandbox]  # fmt: skip
     assert main(argv) == 0
     plan = json.loads(tdir.path(TaskFile.WORKLOAD).read_text())
     # 3 of the 8 tiles of each launch ran, 4 dots of 16x16x16 each
