@@ -175,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument(
         "--count-flops", type=int, nargs="?", const=32, metavar="PROGRAMS",
         help="instead of timing, count the matrix-product FLOPs the gold's kernels execute on "
-        "each call, in Triton's interpreter on the CPU, running PROGRAMS (default 32) evenly "
+        "each call, in Triton's interpreter (on CUDA tensors where there is a GPU), running "
+        "PROGRAMS (default 32) evenly "
         "spread programs of each launch; written into workload.json (counted tasks are skipped "
         "unless --force, which then counts again and never replans)",
     )  # fmt: skip

@@ -6,7 +6,8 @@ measured task (in the task directory; under `--out/<task_id>/` with predictions)
 in task.json when the task has a reference run, `--out/workload_summary.json`.
 Resumable: a task with a result is skipped unless `--force`; without CUDA the measurement is
 skipped with one line (the plan is still written). `--count-flops` times nothing: it counts the
-gold's matrix-product FLOPs per call on the CPU (`eval.flop_count`) into `workload.json`.
+gold's matrix-product FLOPs per call in Triton's interpreter (`eval.flop_count`) into
+`workload.json`.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def on_wheelhouse(
 
 
 def count_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> int:
-    """`--count-flops`: each workload's calls get the FLOPs the gold executes on them (CPU)."""
+    """`--count-flops`: each workload's calls get the FLOPs the gold executes on them."""
     from rich.progress import Progress
 
     from eval.session import EvalSettings, scratch_dir, stores

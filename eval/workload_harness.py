@@ -39,24 +39,28 @@ from typing import Any
 _PROJECT = str(Path(__file__).resolve().parents[1])
 
 
-def _load_project() -> tuple[Any, Any, Any]:
+def _from_project(name: str) -> Any:
+    """The project's module `eval.<name>`, imported with the project on the path only for the
+    import (before the variant's tree is put there)."""
     sys.path.insert(0, _PROJECT)
     try:
-        from eval import launch_capture, timing, workload_inputs
+        return importlib.import_module(f"eval.{name}")
     finally:
         sys.path.remove(_PROJECT)
-    return timing, workload_inputs, launch_capture
+
+
+def _load_project() -> tuple[Any, Any, Any]:
+    return (
+        _from_project("timing"),
+        _from_project("workload_inputs"),
+        _from_project("launch_capture"),
+    )
 
 
 def _flop_counter(programs: int, roots: list[str]) -> Any:
     """`eval.flop_count.DotFlops` over the variant's tree `roots` (Triton at its module level:
     imported only for a count)."""
-    sys.path.insert(0, _PROJECT)
-    try:
-        from eval import flop_count
-    finally:
-        sys.path.remove(_PROJECT)
-    return flop_count.DotFlops(programs, roots)
+    return _from_project("flop_count").DotFlops(programs, roots)
 
 
 def count_flops(call: Call, counter: Any) -> dict[str, Any]:
@@ -71,12 +75,7 @@ def count_flops(call: Call, counter: Any) -> dict[str, Any]:
 
 def _warm_runtime(torch: Any, device: Any) -> float:
     """`eval.triton_warmup.warm` (Triton at its module level: imported only for a cold job)."""
-    sys.path.insert(0, _PROJECT)
-    try:
-        from eval import triton_warmup
-    finally:
-        sys.path.remove(_PROJECT)
-    return float(triton_warmup.warm(torch, device))
+    return float(_from_project("triton_warmup").warm(torch, device))
 
 
 def _autotuners(kernel: Any) -> list[Any]:

@@ -153,8 +153,9 @@ def _run_once(
     kernels each call launched) for the comparison, which only a variant's first run needs
     (a large call's outputs and gradients are gigabytes to copy and write). With `prefix` (a
     checker's command) the process runs only the first call, once, untimed, under it. With
-    `count_programs`, each call runs once in Triton's interpreter on the CPU, that many programs
-    of each launch, and its matrix-product FLOPs are counted (`eval.flop_count`)."""
+    `count_programs`, each call runs once in Triton's interpreter (on CUDA tensors where there
+    is a GPU), that many programs of each launch, and its matrix-product FLOPs are counted
+    (`eval.flop_count`)."""
     job = _job(workload, tree, workload.metric, settings, save)
     if prefix:
         job = {**job, "calls": job["calls"][:1], "check_only": True, "save_outputs": False}
@@ -457,6 +458,23 @@ def anchored(result: WorkloadResult, anchor: WorkloadResult) -> WorkloadResult |
                    runtime_warmed=result.runtime_warmed)  # fmt: skip
 
 
+def _extensions(
+    task: Task,
+    tree: Path,
+    settings: MeasureSettings,
+    doing: str,
+    setup_state: Callable[[], Path] | None = None,
+) -> None:
+    """The framework's compiled extensions in `tree` (eval/extensions.py; a prediction's tree
+    builds a miss in `setup_state`'s); without them a call that needs them fails naming the
+    module, and the log says the task was `doing` without them."""
+    try:
+        install_extensions(tree, settings.python or sys.executable,
+                           settings.cache_root or default_cache(), setup_state)  # fmt: skip
+    except ExtensionError as exc:
+        log.warning("%s: %s; %s without them", task.task_id, exc, doing)
+
+
 def count_task_flops(
     task: Task,
     tdir: TaskDir,
@@ -466,9 +484,10 @@ def count_task_flops(
     programs: int = FLOP_PROGRAMS,
 ) -> Workload:
     """The task's workload with each call's `flops`: the matrix-product FLOPs the gold's
-    kernels execute on it, counted in Triton's interpreter on the CPU (`eval.flop_count`: at
-    most `programs` programs of each launch run, the count scaled to the grid). A call whose
-    count failed keeps its `flops` (0) and its error is raised after the others are counted."""
+    kernels execute on it, counted in Triton's interpreter (`eval.flop_count`: at most
+    `programs` programs of each launch run, the count scaled to the grid). A call whose count
+    failed, or that the harness left out, keeps its `flops` (0) and its error is raised after
+    the others are counted."""
     from eval.workspace import prepare
 
     workload = tdir.load(TaskFile.WORKLOAD, Workload)
@@ -477,11 +496,7 @@ def count_task_flops(
     root = scratch / task.task_id
     tree = prepare(task, tdir, store, root / "gold", Variant.GOLD)
     try:
-        try:
-            install_extensions(tree, settings.python or sys.executable,
-                               settings.cache_root or default_cache())  # fmt: skip
-        except ExtensionError as exc:
-            log.warning("%s: %s; counted without them", task.task_id, exc)
+        _extensions(task, tree, settings, "counted")
         result, _ = _run_once(tree, workload, settings, True, root / "cache", save=False,
                               count_programs=programs)  # fmt: skip
     finally:
@@ -489,7 +504,8 @@ def count_task_flops(
     rows = result.get("calls") or []
     errors = [result["error"]] if "error" in result else []
     calls = list(workload.calls)
-    for i, row in enumerate(rows[: len(calls)]):
+    for i in range(len(calls)):
+        row = rows[i] if i < len(rows) else {}  # a harness that stopped early left it out
         if row.get("error") or "flops" not in row:
             errors.append(f"{calls[i].label}: {row.get('error') or 'not counted'}")
             continue
@@ -540,13 +556,9 @@ def measure_task(
             task, tdir, store, root / str(v), v, prediction if v is Variant.PREDICTION else None
         )
     setup_state = partial(trees.__getitem__, Variant.BASE)  # never build a prediction's tree
-    for v, tree in trees.items():  # the framework's compiled extensions (eval/extensions.py)
-        try:
-            install_extensions(tree, settings.python or sys.executable,
-                               settings.cache_root or default_cache(),
-                               setup_state if v is Variant.PREDICTION else None)  # fmt: skip
-        except ExtensionError as exc:  # a call that needs them fails naming the module
-            log.warning("%s: %s; measured without them", task.task_id, exc)
+    for v, tree in trees.items():
+        _extensions(task, tree, settings, "measured",
+                    setup_state if v is Variant.PREDICTION else None)  # fmt: skip
     prepared = round(time.perf_counter() - t0, 2)
     try:
         why = "" if anchor is None else anchor_problem(anchor, workload, environment) or ""

@@ -73,8 +73,9 @@ def rows(tdir: TaskDir, every: bool) -> tuple[list[str], WorkloadResult] | None:
     for i, call in enumerate(result.calls):
         counted = plan.calls[i].flops if plan is not None and i < len(plan.calls) else 0
         eff = gold_efficiency(result, call, counted)
-        rate = (f" ({(call.flops or counted) / call.gold.median_ms / 1e9:.0f} TFLOP/s)"
-                if eff is not None and (call.flops or counted) and call.gold else "")  # fmt: skip
+        flops = call.flops or counted
+        rate = (f" ({flops / call.gold.median_ms / 1e9:.0f} TFLOP/s)"
+                if eff is not None and flops and call.gold else "")  # fmt: skip
         first = i == 0
         out.append("| " + " | ".join([
             head if first else "",

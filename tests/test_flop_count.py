@@ -322,3 +322,36 @@ def test_the_sampling_benchmark_script(capsys: pytest.CaptureFixture[str]) -> No
     assert f"exact {exact / 1e9:.4g} GFLOP" in out
     assert "| 16 (all) | " in out and f"| {exact / 1e9:.4g} | +0.00% |" in out
     assert "| 4 | " in out
+
+
+def test_a_call_the_harness_left_out_is_not_counted_as_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A harness that stops after its first call (a crash, a replaced timer) leaves the later
+    calls without a row: they are named, and the workload is not marked counted."""
+    from eval import workload_run
+    from eval.errors import EvalError
+    from eval.workload_run import MeasureSettings, count_task_flops
+    from eval.workspace import SourceStore
+    from mining.git import GitRepo
+
+    repo, _, tdir = _mm_task(tmp_path)
+    task = tdir.load_task()
+    args = (ArgSpec("a", True, (32, 32), "float32"), ArgSpec("b", True, (32, 32), "float32"))
+    calls = tuple(WorkloadCall(label, Source.BENCHMARK_SCRIPT, "test",
+                               Entry("pkg.ops.mm", "mm"), args)
+                  for label in (SizeLabel.SMALL, SizeLabel.LARGE))  # fmt: skip
+    tdir.store(TaskFile.WORKLOAD, Workload(task.task_id, Metric.KERNEL_TIME, "test", calls))
+    original = workload_run._run_once
+
+    def first_row_only(*a, **kw):  # type: ignore[no-untyped-def]
+        result, run = original(*a, **kw)
+        return {**result, "calls": result["calls"][:1]}, run
+
+    monkeypatch.setattr(workload_run, "_run_once", first_row_only)
+    settings = MeasureSettings(trusted_unsandboxed=True, timeout_s=300)
+    with pytest.raises(EvalError, match="FLOPs not counted: large: not counted"):
+        count_task_flops(task, tdir, SourceStore(GitRepo(repo.path)), tmp_path / "s", settings)
+    plan = json.loads(tdir.path(TaskFile.WORKLOAD).read_text())
+    assert plan["flops_counted"] == ""
+    assert [c["flops"] for c in plan["calls"]] == [2 * 32**3, 0]
