@@ -1,7 +1,8 @@
 """Move a definition's source to column 0 and re-indent it for the place it lands in.
 
 Reads: a definition's source text, and the indentation of the place it goes to. Writes nothing.
-Refuses: `normalise` answers None when no reading of a source's indentation parses.
+Refuses: `normalise` answers None when no reading of a source's indentation parses (in CPython,
+else in tree-sitter).
 
 A source may come at column 0, uniformly indented, or in the "hanging" form a node's text has
 when cut out of a nested position (first line bare, the rest at their original indentation).
@@ -58,7 +59,12 @@ def normalise(source: str, hint: str | None) -> str | None:
     deeper = [len(_lead(lines[i])) for i in rest if _lead(lines[i])]
     if deeper:
         tries.append(_dedent(lines, rest, min(deeper)))
-    return next((t for t in ("\n".join(x) for x in tries) if parses(t)), None)
+    texts = ["\n".join(x) for x in tries]
+    # CPython first; then tree-sitter, which reads newer Python than this interpreter (3.12's
+    # f-strings): a splice holds its result to what the file passed before (`curation.splice`)
+    return next((t for t in texts if parses(t)), None) or next(
+        (t for t in texts if not parse_python(t.encode()).root_node.has_error), None
+    )
 
 
 def reindent(text: str, indent: str) -> str:

@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 _DEFS = frozenset({"function_definition", "decorated_definition", "class_definition"})
 _OPAQUE = frozenset({"string", "concatenated_string", "comment"})
+# What a setup state's stub of a target raises (`curation.targets.stub`).
+STUB_MESSAGE = "this target is yours to write"
 # The names a Triton kernel or wrapper needs bound, and the import that binds each.
 _TRITON_IMPORTS = {"triton": "import triton\n", "tl": "import triton.language as tl\n"}
 
@@ -83,8 +85,12 @@ class _Target:
     fn: str = ""  # the name of the function it compiles
 
 
-def splice_file(original: bytes, path: str, items: Sequence[KernelSource]) -> bytes:
-    """`original` with each item replacing the definition it names, or inserted when new."""
+def splice_file(
+    original: bytes, path: str, items: Sequence[KernelSource], *, parses_like: bytes | None = None
+) -> bytes:
+    """`original` with each item replacing the definition it names, or inserted when new. The
+    result must pass every parse check that `parses_like` (default: `original`) passes: the
+    round trip of a setup state whose stub hid the gold's newer syntax holds it to the gold."""
     if not items:
         return original
     if not path.endswith(".py"):
@@ -96,13 +102,17 @@ def splice_file(original: bytes, path: str, items: Sequence[KernelSource]) -> by
     if not original.strip():
         return _new_file(path, items)
     try:
-        module = ast.parse(original)
         kernels = find_kernels(original, path)
-    except (SyntaxError, ValueError, UnparsableSource) as exc:
+    except UnparsableSource as exc:
         raise SpliceError(f"{path}: the file does not parse before splicing: {exc}") from None
+    if not parses(original) and parse_python(original).root_node.has_error:
+        why = _syntax_error(original)
+        raise SpliceError(f"{path}: the file does not parse before splicing: {why}")
+    # a file that only tree-sitter parses is newer Python than this interpreter's (3.12's
+    # f-strings, `f"{d["k"]}"`): the result is then held to tree-sitter's check alone
     splice = _Splice(original, path, list(items), kernels)
-    edits = splice.edits(_bound_names(module))
-    baseline = _checks(original, path)
+    edits = splice.edits(_bound_names(splice.root))
+    baseline = _checks(original if parses_like is None else parses_like, path)
     result = _apply(original, edits)
     if not _holds(_checks(result, path), baseline):
         # Blame the items whose own edits break the file; an interplay blames them all.
@@ -177,8 +187,8 @@ class _Splice:
                 continue
             if len(idxs) == len(targets):
                 pairs = list(zip(idxs, targets, strict=True))
-            elif len(idxs) == 1:  # one new version for every definition of that name
-                pairs = [(idxs[0], t) for t in targets]
+            elif len(idxs) == 1:  # one new version for every definition of that name ...
+                pairs = [(idxs[0], t) for t in self.working(name, targets)]
             else:
                 raise self.fail(idxs[0], f"{len(idxs)} items for {len(targets)} definitions")
             for i, target in pairs:
@@ -203,6 +213,25 @@ class _Splice:
             if found:
                 return [_Target((f.outer.start_byte, f.outer.end_byte)) for f in found]
         return []
+
+    def working(self, name: str, targets: list[_Target]) -> list[_Target]:
+        """... but of a plain function defined several times, only the definitions that launch
+        a kernel of the file, or that are a setup state's stub, where some are and some are not:
+        pytorch/ao #1810 defines its new wrapper under `if TORCH_VERSION_AT_LEAST_2_4:` and, in
+        the `else:`, a same-named fallback that raises; the fallback is not the target."""
+        if len(targets) < 2 or any(k.name == name for k in self.kernels):
+            return targets
+        launches = {site.line for k in self.kernels for site in k.launch_sites}
+        stub = f'raise NotImplementedError("{STUB_MESSAGE}")'.encode()
+
+        def works(t: _Target) -> bool:
+            first, last = (self.src.count(b"\n", 0, at) + 1 for at in t.span)
+            return (
+                any(first <= line <= last for line in launches)
+                or stub in self.src[t.span[0] : t.span[1]]
+            )
+
+        return [t for t in targets if works(t)] or targets
 
     def kernel_target(self, k: Kernel) -> _Target:
         span = (k.span.start_byte, k.span.end_byte)
@@ -517,17 +546,35 @@ def _scan_defs(root: Node) -> tuple[list[_Def], list[_Def]]:
     return funcs, classes
 
 
-def _bound_names(module: ast.Module) -> set[str]:
+def _bound_names(root: Node) -> set[str]:
     """Names a file binds by import or assignment, anywhere (`try: import triton` counts)."""
     names: set[str] = set()
-    for node in ast.walk(module):
-        if isinstance(node, ast.Import):
-            names.update(a.asname or a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            names.update(a.asname or a.name for a in node.names)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.named_children)
+        if node.type in ("import_statement", "import_from_statement", "future_import_statement"):
+            for name in node.children_by_field_name("name"):
+                alias = name.child_by_field_name("alias") if name.type == "aliased_import" else None
+                if alias is not None:
+                    names.add(_text(alias))
+                elif node.type == "import_statement":
+                    names.add(_text(name).split(".")[0])
+                else:
+                    names.add(_text(name))
+        elif node.type == "assignment":
+            left = node.child_by_field_name("left")  # `x: int = 0` binds too, `x: int` not
+            if left is not None and left.type == "identifier" and node.child_by_field_name("right"):
+                names.add(_text(left))
     return names
+
+
+def _syntax_error(src: bytes) -> str:
+    try:
+        ast.parse(src)
+    except (SyntaxError, ValueError) as exc:
+        return str(exc)
+    return "tree-sitter finds an error"
 
 
 @dataclass(frozen=True)
@@ -556,8 +603,7 @@ def all_definitions(src: bytes) -> dict[str, list[Definition]]:
     out: dict[str, list[Definition]] = {}
     for d in funcs:
         body = d.node.child_by_field_name("body")
-        head_end = body.start_byte if body is not None else d.node.end_byte
-        head = src[d.node.start_byte : head_end].decode("utf-8", "replace").rstrip()
+        head = _head(src, d.node)
         doc = None
         if body is not None and body.named_children:
             first = body.named_children[0]
@@ -566,6 +612,27 @@ def all_definitions(src: bytes) -> dict[str, list[Definition]]:
                 if string.type == "string":
                     doc = _text(string)
         out.setdefault(d.qualname, []).append(
-            Definition(d.qualname, _text(d.outer), " ".join(head.removesuffix(":").split()), doc)
+            Definition(d.qualname, _text(d.outer), " ".join(head.split()), doc)
         )
     return out
+
+
+def _head(src: bytes, fn: Node) -> str:
+    """`def name(params) -> ret` of a function_definition, without its colon and without the
+    comments in it or between the colon and the body (tree-sitter puts those in the def)."""
+    colons = [c for c in fn.children if c.type == ":"]
+    end = colons[-1].start_byte if colons else fn.end_byte
+    comments: list[Node] = []
+    stack = [c for c in fn.children if c.end_byte <= end]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            comments.append(node)
+        else:
+            stack.extend(node.children)
+    out, at = bytearray(), fn.start_byte
+    for c in sorted(comments, key=lambda c: c.start_byte):
+        out += src[at : c.start_byte]
+        at = c.end_byte
+    out += src[at:end]
+    return out.decode("utf-8", "replace")

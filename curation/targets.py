@@ -30,7 +30,7 @@ from core.files import line_starts
 from curation.errors import SpliceError
 from curation.imports import bound_names
 from curation.model import Target, TargetKernel, TargetRole, TargetStatus
-from curation.splice import Definition, KernelSource, definitions, splice_file
+from curation.splice import STUB_MESSAGE, Definition, KernelSource, definitions, splice_file
 from curation.testsel import module_name
 from mining.git import file_diff
 from mining.kernels import parse_python
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 log = logging.getLogger(__name__)
-
-STUB_MESSAGE = "this target is yours to write"
 
 
 def stub(source: str) -> str:
@@ -739,7 +737,7 @@ def roundtrip_errors(
             restored = _restored(f, targets, kernels, base_files)
             errors += _deleted_import_errors(f, setup_bytes, restored, removed)
             try:
-                back = splice_file(setup_bytes, f, items)
+                back = splice_file(setup_bytes, f, items, parses_like=gold_files[f])
             except SpliceError as exc:
                 errors.append(f"{f}: the gold targets do not splice into the setup state: {exc}")
                 continue

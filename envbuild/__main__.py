@@ -96,6 +96,7 @@ def _run_locked(args: EnvSettings) -> dict[str, Any]:
     if not tdirs:
         raise EnvBuildError(f"no task directories under {args.tasks}")
     rows: list[dict[str, Any]] = []
+    failed: list[dict[str, str]] = []  # tasks whose environment could not be planned, and why
     builder = None
     if args.build:
         from envbuild.builder import Builder
@@ -112,7 +113,12 @@ def _run_locked(args: EnvSettings) -> dict[str, Any]:
                     task_id=task.task_id,
                 )
             repo = repos.setdefault(task.framework, GitRepo(paths[task.framework]))
-            plan = plan_task(task, repo, releases)
+            try:
+                plan = plan_task(task, repo, releases)
+            except (EnvBuildError, MiningError) as exc:  # one task's pins must not stop the rest
+                failed.append({"task_id": task.task_id, "error": str(exc)})
+                log.warning("%s: not pinned: %s", task.task_id, exc)
+                continue
             write_plan(plan, tdir)
             findings = [] if args.no_lint else [
                 f"{layer.kind}:{f}" for layer in plan.spec.layers for f in lint(layer.dockerfile)
@@ -133,7 +139,7 @@ def _run_locked(args: EnvSettings) -> dict[str, Any]:
             if builder is not None:
                 row["build"] = _build(builder, plan, repo, args, tdir.path(TaskFile.BUILD_LOG))
             rows.append(row)
-    summary = _summary(rows)
+    summary = {**_summary(rows), "failed": failed}
     write_json(args.tasks / "env_summary.json", {**summary, "tasks": rows})
     return summary
 
@@ -181,6 +187,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         t.add_row(f"{name} pinned from", ", ".join(f"{k} {v}" for k, v in sorted(per.items())))
     t.add_row("recipes", ", ".join(f"{k} {v}" for k, v in summary["recipes"].items()))
     t.add_row("lint findings (warning/error)", str(summary["lint_findings"]))
+    t.add_row("not pinned (env_summary.json says why)", str(len(summary["failed"])))
     Console(stderr=True).print(t)
 
 
@@ -193,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print_summary(summary)
-    return 1 if summary["lint_findings"] else 0
+    return 1 if summary["lint_findings"] or summary["failed"] else 0
 
 
 if __name__ == "__main__":

@@ -127,6 +127,17 @@ def _stale_partial(partial: dict[str, Any], tdir: TaskDir) -> str:
     return f"a partial reference ({saved or 'undated'}) older than the verdict ({checked}), skipped"
 
 
+# what a target's record says of it besides which function it is: text read for the requirement,
+# redrawn by a curation that finds the same targets (2026-12-06: signatures lost the comments
+# after a `def` line's colon, in 84 tasks)
+_DESCRIPTIVE = ("signature", "docstring")
+
+
+def _identity(targets: Any) -> list[dict[str, Any]]:
+    """The targets as the functions a run ran on: file, name, role, status."""
+    return [{k: v for k, v in t.items() if k not in _DESCRIPTIVE} for t in targets or ()]
+
+
 def merge_one(run: Path, tasks: Path) -> str:
     """Merge one run folder into `tasks/<its name>`; what was done, or why it was skipped."""
     tdir = TaskDir(tasks / run.name)
@@ -146,7 +157,7 @@ def merge_one(run: Path, tasks: Path) -> str:
         return f"partial: the selection and {runs} finished run(s) kept for the next call"
     ran = json.loads((run / "task.json").read_text())
     here = json.loads(tdir.path(TaskFile.TASK).read_text())
-    if ran.get("targets") != here.get("targets"):
+    if _identity(ran.get("targets")) != _identity(here.get("targets")):
         return "its targets differ from the task directory's (the curation changed), skipped"
     verdict = from_json(Verification, ran["verification"], str(run / "task.json"))
     if not tdir.on_current_setup(verdict):

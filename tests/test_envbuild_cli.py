@@ -20,29 +20,41 @@ CI_DOCKERFILE = "ARG FROM_IMAGE_NAME=nvcr.io/nvidia/pytorch:25.09-py3\nFROM ${FR
 TEST_ADD = "from megatron.core.ops.add import add\n\n\ndef test_add():\n    assert add\n"
 
 
-@pytest.fixture
-def tasks(tmp_path: Path) -> Path:
-    repo = TinyRepo(tmp_path / "Megatron-LM")
-    repo.write("docker/Dockerfile.ci.dev", CI_DOCKERFILE)
-    repo.write("megatron/core/requirements.txt", "numpy==1.26.4\npackaging\n")
-    repo.write("megatron/__init__.py", "")
-    repo.write("megatron/core/__init__.py", "")
-    repo.write("megatron/core/ops/__init__.py", "")
+def _megatron(path: Path, first: dict[str, str]) -> TinyRepo:
+    """A tiny Megatron-LM: its packages and `first`'s files, then PR #1 adds the add kernel."""
+    repo = TinyRepo(path)
+    for rel, text in {**first, "megatron/__init__.py": "", "megatron/core/__init__.py": "",
+                      "megatron/core/ops/__init__.py": ""}.items():  # fmt: skip
+        repo.write(rel, text)
     repo.commit("Initial commit")
     repo.write("megatron/core/ops/add.py", ADD_KERNEL)
     repo.write("tests/unit_tests/test_add.py", TEST_ADD)
     repo.commit("Add kernel (#1)")
+    return repo
+
+
+@pytest.fixture
+def tasks(tmp_path: Path) -> Path:
+    repo = _megatron(tmp_path / "Megatron-LM", {
+        "docker/Dockerfile.ci.dev": CI_DOCKERFILE,
+        "megatron/core/requirements.txt": "numpy==1.26.4\npackaging\n",
+    })  # fmt: skip
     repo.write("megatron/core/ops/add.py", ADD_KERNEL_SCALED)
     repo.commit("Optimize the add kernel (#2)")
     repo.write("megatron/core/requirements.txt", "numpy==2.1.0\npackaging\n")
     repo.commit("Bump numpy")
     repo.write("megatron/core/ops/scale.py", SCALE_KERNEL)
     repo.commit("Add scale kernel (#3)")
+    return _mined(repo, tmp_path)[1]
+
+
+def _mined(repo: TinyRepo, tmp_path: Path) -> tuple[Path, Path]:
+    """(work, tasks): the tiny Megatron-LM crawled and curated under `tmp_path`."""
     work, out = tmp_path / "work", tmp_path / "tasks"
     argv = [str(repo.path), "--name", "megatron-lm", "--out", str(work), "--quiet", "--no-github"]
     assert crawl(argv) == 0
     assert curate(["--work", str(work), "--out", str(out), "--quiet"]) == 0
-    return out
+    return work, out
 
 
 def spec(tasks: Path, task_id: str) -> EnvSpec:
@@ -95,3 +107,28 @@ def test_help_explains_the_options(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     for opt in ("--tasks", "--build", "--docker-host", "--no-lint", "--repo-path"):
         assert opt in text
+
+
+def test_a_task_older_than_the_release_table_is_reported_and_the_others_pinned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Dao-AILab/flash-attention b910bf14c1 (2022-10-30) predates torch 2.0.0, the table's
+    # first release: it stopped the whole run before any later task was pinned
+    from tests import gitrepo
+
+    monkeypatch.setattr(gitrepo, "BASE_EPOCH", 1_660_000_000)  # 2022-08-08
+    repo = _megatron(tmp_path / "Megatron-LM", {})
+    monkeypatch.setattr(gitrepo, "BASE_EPOCH", 1_710_000_000)  # 2024-03-09
+    repo.write("README.md", "Megatron\n")
+    repo.commit("Docs")  # the base of #3: its date pins torch
+    repo.write("megatron/core/ops/scale.py", SCALE_KERNEL)
+    repo.commit("Add scale kernel (#3)")
+    work, tasks = _mined(repo, tmp_path)
+    assert envbuild(["--tasks", str(tasks), "--work", str(work)]) == 1
+    said = caplog.text
+    assert "megatron-lm__1__add_kernel: not pinned: " in said and "no torch release before" in said
+    assert not (tasks / "megatron-lm__1__add_kernel" / "env.json").exists()
+    assert spec(tasks, "megatron-lm__3__scale_kernel").torch.source == "date"
+    summary = json.loads((tasks / "env_summary.json").read_text())
+    assert [f["task_id"] for f in summary["failed"]] == ["megatron-lm__1__add_kernel"]
+    assert [t["task_id"] for t in summary["tasks"]] == ["megatron-lm__3__scale_kernel"]

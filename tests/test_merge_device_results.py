@@ -205,3 +205,25 @@ def test_help_and_a_broken_archive(tmp_path: Path, capsys) -> None:
     assert merge([str(bad), "--tasks", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_a_run_whose_targets_read_otherwise_but_are_the_same_functions_merges(
+    tmp_path: Path, capsys
+) -> None:
+    # 2026-12-06: a signature lost the comment after its `def` line's colon, and the rebuilt
+    # state skipped 64 more run folders as "targets differ" (7 verdicts changed)
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    targets = json.loads(tdir.path(TaskFile.TASK).read_text())["targets"]
+    assert targets
+    worded = [{**t, "signature": t["signature"] + ":  # a comment", "docstring": "Other."}
+              for t in targets]  # fmt: skip
+    _run_copy(tdir.root, tmp_path / "worded", targets=worded)
+    assert merge([str(tmp_path / "worded"), "--tasks", str(tasks)]) == 0
+    assert "merged: verified" in capsys.readouterr().out
+    # its record keeps the directory's words; another role is another function: skipped
+    assert json.loads(tdir.path(TaskFile.TASK).read_text())["targets"] == targets
+    other = [{**t, "role": "helper"} for t in targets]
+    _run_copy(tdir.root, tmp_path / "other", targets=other)
+    assert merge([str(tmp_path / "other"), "--tasks", str(tasks)]) == 1
+    assert "targets differ" in capsys.readouterr().out

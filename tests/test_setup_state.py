@@ -79,13 +79,19 @@ def _setup_tree(repo: TinyRepo, tdir: TaskDir, dest: Path) -> Path:
     return dest
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> TinyRepo:
+def _pkg(tmp_path: Path, add: str = ADD_KERNEL) -> TinyRepo:
+    """A tiny framework's first commit: `pkg.ops.add` holds `add`."""
     repo = TinyRepo(tmp_path / "fw")
     repo.write("pkg/__init__.py", "")
     repo.write("pkg/ops/__init__.py", "")
-    repo.write("pkg/ops/add.py", ADD_KERNEL)
+    repo.write("pkg/ops/add.py", add)
     repo.commit("Initial commit")
+    return repo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> TinyRepo:
+    repo = _pkg(tmp_path)
     repo.write("pkg/ops/add.py", ADD_KERNEL_SCALED)
     repo.write("pkg/model.py", "from pkg.ops.add import add\n\nUSE_SCALED = True\n")
     repo.commit("Scale the add kernel (#1)")
@@ -725,3 +731,66 @@ def test_files_containing_finds_a_fixed_string_and_answers_none_when_git_cannot_
     assert git.files_containing(head, "def mul_kernel(", suffix=".md") == []
     assert git.files_containing(head, "def no_such_kernel(") == []
     assert git.files_containing("0" * 40, "def mul_kernel(") == []  # an unknown commit
+
+
+# pytorch/ao #1810: a new wrapper under `if HAS_NEW_TORCH:` and, in the `else:`, a fallback of
+# the same name that raises; before 2026-12-06 the setup state stubbed both and the round trip
+# put the gold wrapper in both places (12 of pytorch/ao's 80 tasks failed `curation.check`)
+BRANCHED = '''
+
+@triton.jit
+def twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+if HAS_NEW_TORCH:
+
+    def twice(x):
+        """2 * x with a Triton kernel."""
+        out = torch.empty_like(x)
+        twice_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+        return out
+
+else:
+
+    def twice(x):
+        raise AssertionError("unsupported without a newer torch")
+'''
+
+
+def test_a_new_wrapper_with_a_same_named_fallback_stubs_only_the_wrapper(tmp_path: Path) -> None:
+    repo = _pkg(
+        tmp_path, ADD_KERNEL.replace("import torch\n", "import torch\n\nHAS_NEW_TORCH = True\n")
+    )
+    repo.write("pkg/ops/add.py", repo.path.joinpath("pkg/ops/add.py").read_text() + BRANCHED)
+    repo.commit("Add a twice kernel (#4)")
+    tdir = _tasks(tmp_path, repo)["4"]
+    assert {(t.name, t.status) for t in tdir.load_task().targets} == {
+        ("twice_kernel", TargetStatus.ADDED),
+        ("twice", TargetStatus.ADDED),
+    }
+    text = (_setup_tree(repo, tdir, tmp_path / "setup") / "pkg/ops/add.py").read_text()
+    assert text.count(STUB_MESSAGE) == 2  # the kernel and the wrapper under `if`
+    assert 'raise AssertionError("unsupported without a newer torch")' in text
+    assert '"""2 * x with a Triton kernel."""' in text
+    assert check_task(tdir).errors == []
+
+
+def test_a_new_wrapper_in_newer_python_round_trips(tmp_path: Path) -> None:
+    # meta-pytorch/tritonbench 6d4f9f42c5: the new module's wrapper uses 3.12's f-strings
+    # (`f"/home/{os.getenv("USER")}/..."`), which CPython 3.11 cannot parse: the setup state
+    # failed to build; then, its stub hiding that syntax, the gold wrapper was refused for
+    # leaving a file that parsed worse than the setup state's (it is held to the gold's now)
+    newer = NEG_MODULE.replace("import torch\n", "import os\nimport torch\n").replace(
+        "    out = torch.empty_like(x)\n",
+        '    out = torch.empty_like(x)\n    trace = f"/home/{os.getenv("USER")}/trace.json"\n',
+    )
+    repo = _pkg(tmp_path)
+    repo.write("pkg/ops/neg.py", newer)
+    repo.commit("Add a neg op (#5)")
+    tdir = _tasks(tmp_path, repo)["5"]
+    text = (_setup_tree(repo, tdir, tmp_path / "setup") / "pkg/ops/neg.py").read_text()
+    assert text.count(STUB_MESSAGE) == 2 and "SCALE = 1.0" in text
+    assert check_task(tdir).errors == []

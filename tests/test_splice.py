@@ -18,7 +18,14 @@ from curation.model import (
 from curation.model import (
     TestSelection as Selection,
 )
-from curation.splice import KernelSource, base_items, gold_items, splice_file, splice_tree
+from curation.splice import (
+    KernelSource,
+    base_items,
+    definitions,
+    gold_items,
+    splice_file,
+    splice_tree,
+)
 from eval.errors import EvalError
 from eval.splice import items_from_prediction
 from mining.kernels import find_kernels
@@ -318,6 +325,22 @@ def test_non_utf8_and_unparsable_files_are_refused() -> None:
         splice_file(b"def (:\n", PATH, [item("k", "def k():\n    pass\n")])
 
 
+def test_a_file_in_newer_python_than_the_interpreter_still_takes_a_kernel() -> None:
+    # Python 3.12 f-strings reuse their quotes inside braces (meta-pytorch/tritonbench
+    # 6d4f9f42c5's new module: `f"/home/{os.getenv("USER")}/trace.json"`): CPython 3.11 cannot
+    # parse the file, tree-sitter can; the result is held to tree-sitter's check alone.
+    newer = BASE.replace("import torch\n", "import os\nimport torch\n").replace(
+        "\n\nclass Shift:", '\n\nTRACE = f"/home/{os.getenv("USER")}/trace.json"\n\n\nclass Shift:'
+    )
+    out = splice_file(newer.encode(), PATH, [item("scale_kernel", NEW_SCALE_KERNEL)]).decode()
+    assert 'TRACE = f"/home/{os.getenv("USER")}/trace.json"' in out
+    assert NEW_SCALE_KERNEL.strip() in out and OLD_SCALE_KERNEL not in out
+    assert out.count("import triton\n") == 1  # the file's own imports were read (tree-sitter)
+    # a snippet that breaks such a file is still refused
+    with pytest.raises(SpliceError, match=r"scale_kernel: .*does not parse"):
+        splice_file(newer.encode(), PATH, [item("scale_kernel", "def scale_kernel(:\n  x\n")])
+
+
 def test_overlapping_edits_are_refused() -> None:
     # The wrapper's new text and the kernel nested in its class cannot both replace their span.
     items = [
@@ -424,3 +447,26 @@ def test_every_splice_result_is_valid_python() -> None:
     task = make_task(BASE, AFTER)
     for items in (gold_items(task), [item("scale_kernel", NEW_SCALE_KERNEL)]):
         ast.parse(splice_file(BASE.encode(), PATH, items))
+
+
+def test_a_signature_leaves_out_the_comments_of_its_def_line() -> None:
+    # meta-pytorch/tritonbench 6d4f9f42c5's wrapper: `def forward(ctx, ...):` then a comment
+    # line before the body, which tree-sitter places in the def: the requirement's Interface
+    # read "def forward(ctx, q, k, v, causal, sm_scale, baseVariant): # shape constraints"
+    src = b'''class Attn:
+    @staticmethod
+    def forward(ctx, q,  # queries
+                k: "dict[str, int]" = {"a": 1}) -> int:  # trailing
+        # shape constraints
+        """Run it."""
+        return 1
+
+
+def plain(x): return x
+'''
+    found = definitions(src)
+    assert found["Attn.forward"].signature == (
+        'def forward(ctx, q, k: "dict[str, int]" = {"a": 1}) -> int'
+    )
+    assert found["Attn.forward"].docstring == '"""Run it."""'
+    assert found["plain"].signature == "def plain(x)"
