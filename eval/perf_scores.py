@@ -76,6 +76,14 @@ PEAKS: dict[str, Peaks] = {
 H200_BYTES_PER_S = PEAKS["NVIDIA H200"].bytes_per_s
 
 
+def h200_us(bytes_moved: int, flops: int = 0) -> float:
+    """A call's time at the H200's measured peaks, in µs: its bytes at the copy bandwidth or its
+    matrix-product FLOPs at the bf16 throughput, whichever takes longer (a workload call's
+    `estimate_us`; its FLOPs are known once `eval workload --count-flops` counted them)."""
+    h200 = PEAKS["NVIDIA H200"]
+    return max(bytes_moved / h200.bytes_per_s, flops / h200.bf16_flops) * 1e6
+
+
 def gpu_name(environment: str) -> str:
     """The GPU an environment label names ("NVIDIA H200; torch 2.11.0; triton 3.6.0": its
     first part), "" for none."""

@@ -211,7 +211,8 @@ def count_all(args: argparse.Namespace, tdirs: list[TaskDir], console: Any) -> i
                 bar.console.print(f"{tdir.id}: not counted: {one_line(exc)}", markup=False)
                 continue
             done += 1
-            per_call = ", ".join(f"{c.label} {c.flops / 1e9:.4g} GFLOP" for c in counted.calls)
+            per_call = ", ".join(f"{c.label} {c.flops / 1e9:.4g} GFLOP (~{c.estimate_us:.0f} µs)"
+                                 for c in counted.calls)  # fmt: skip
             bar.console.print(f"{tdir.id}: {per_call} ({time.perf_counter() - t0:.0f} s)",
                               markup=False)  # fmt: skip
     print(f"FLOPs counted on {done} workloads, {failed} failed, {kept} counted before")

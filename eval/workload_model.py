@@ -103,7 +103,9 @@ class WorkloadCall:
     grid: tuple[int, ...] = ()  # KERNEL entries only
     bytes_moved: int = 0  # tensor bytes read and written once (estimate)
     flops: int = 0  # matrix-product FLOPs the gold executes (eval.flop_count); 0: none/not counted
-    estimate_us: float = 0.0  # bytes at the H200's copy bandwidth (FLOPs at its bf16 peak)
+    # µs at the H200's peaks: the bytes at its copy bandwidth, or the counted FLOPs at its bf16
+    # throughput where longer (`eval.perf_scores.h200_us`; planned by bytes, then counted)
+    estimate_us: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from curation.model import TargetRole, Task
 from curation.testsel import module_name
-from eval.perf_scores import H200_BYTES_PER_S
+from eval.perf_scores import h200_us
 from eval.workload_inputs import LAUNCH_OPTIONS, dtype_kind, rule_for
 from eval.workload_model import (
     MIN_GOLD_US,
@@ -143,7 +143,7 @@ def estimate(args: Iterable[ArgSpec], mode: Mode) -> tuple[int, float]:
     sizes = [tensor_bytes(a) for a in args if a.tensor]
     moved = sum(sizes) + (max(sizes) if sizes else 0)
     moved *= {Mode.FULL: 3, Mode.BACKWARD: 2}.get(mode, 1)
-    return moved, moved / H200_BYTES_PER_S * 1e6
+    return moved, h200_us(moved)
 
 
 def _finish(call: WorkloadCall) -> WorkloadCall:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from curation.taskdir import TaskFile, task_dirs
+from eval.perf_scores import h200_us
 from eval.workload_model import (
     ArgSpec,
     CallResult,
@@ -226,7 +227,7 @@ def test_count_flops_command_writes_each_calls_flops_into_the_workload(
     task = tdir.load_task()
     a, b = ArgSpec("a", True, (64, 64), "float32"), ArgSpec("b", True, (64, 32), "float32")
     wrapper = WorkloadCall(SizeLabel.SMALL, Source.BENCHMARK_SCRIPT, "test",
-                           Entry("pkg.ops.mm", "mm"), (a, b))  # fmt: skip
+                           Entry("pkg.ops.mm", "mm"), (a, b), bytes_moved=4_300_000)  # fmt: skip
     kernel = WorkloadCall(SizeLabel.LARGE, Source.SCALED_TEST_CALL, "test",
                           Entry("pkg.ops.mm", "mm_kernel", EntryKind.KERNEL),
                           (a, b, ArgSpec("c", True, (64, 32), "float32", rule="zeros"),
@@ -249,7 +250,9 @@ def test_count_flops_command_writes_each_calls_flops_into_the_workload(
     assert [c["flops"] for c in plan["calls"]] == [2 * 64 * 32 * 64] * 2
     assert plan["flops_counted"].startswith(f"Triton {triton.__version__} interpreter, at most 3")
     out = capsys.readouterr()
-    assert "small 0.0002621 GFLOP, large 0.0002621 GFLOP" in out.err
+    # the estimate keeps the bytes where they take longer: 1 µs at the H200's copy bandwidth
+    assert [c["estimate_us"] for c in plan["calls"]] == [1.0, 0.0]
+    assert "small 0.0002621 GFLOP (~1 µs), large 0.0002621 GFLOP (~0 µs)" in out.err
     assert "FLOPs counted on 1 workloads, 0 failed, 0 counted before" in out.out
     # counted once: a second run keeps it
     assert main(argv) == 0
@@ -355,3 +358,10 @@ def test_a_call_the_harness_left_out_is_not_counted_as_zero(
     plan = json.loads(tdir.path(TaskFile.WORKLOAD).read_text())
     assert plan["flops_counted"] == ""
     assert [c["flops"] for c in plan["calls"]] == [2 * 32**3, 0]
+
+
+def test_an_estimate_takes_the_flops_where_they_take_longer_than_the_bytes() -> None:
+    # flash-linear-attention #1033's small call: 512 MiB moved, 3350 GFLOP counted
+    assert h200_us(4_300_000) == pytest.approx(1.0)
+    assert h200_us(536_870_912, 3_350_074_490_880) == pytest.approx(4240.6, abs=0.1)
+    assert h200_us(536_870_912, 10**9) == pytest.approx(124.85, abs=0.01)
