@@ -62,12 +62,10 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
         "- triton",
         "- gpu-kernels",
         "configs:",
-        "- config_name: default",
-        "  default: true",
-        "  data_files:",
     ]
     # The default config holds the verified tasks (shards the manifest marks so); `all` holds
-    # every task. Before any task is verified, the default is every task too.
+    # every task. Before any task is verified there is no default config: `load_dataset` then
+    # asks for a config name (`all`) instead of handing out unverified tasks as the benchmark.
     verified = {
         name: sorted(f for f, meta in fs.items() if meta.get("verified"))
         for name, fs in files.items()
@@ -76,12 +74,10 @@ def front_matter(manifest: dict[str, Any], splits: dict[str, list[str]]) -> str:
     for name, d in latest_defaults(manifest).items():
         verified[name] = [d["file"]] if d["tasks"] else []
     if any(verified.values()):
+        lines += ["- config_name: default", "  default: true", "  data_files:"]
         for name in sorted(n for n, fs in verified.items() if fs):
             lines.append(f"  - split: {name}")
             lines += ["    path:", *(f"    - data/{f}" for f in verified[name])]
-    else:
-        for name in sorted(splits):
-            lines += [f"  - split: {name}", f"    path: data/{name}-*.parquet"]
     lines += ["- config_name: all", "  data_files:"]
     for name in sorted(splits):
         lines += [f"  - split: {name}", f"    path: data/{name}-*.parquet"]
