@@ -105,14 +105,15 @@ def splice_file(
         kernels = find_kernels(original, path)
     except UnparsableSource as exc:
         raise SpliceError(f"{path}: the file does not parse before splicing: {exc}") from None
-    if not parses(original) and parse_python(original).root_node.has_error:
+    before = _checks(original, path)  # (tree-sitter parses it cleanly, CPython does, ...)
+    if not (before[0] or before[1]):
         why = _syntax_error(original)
         raise SpliceError(f"{path}: the file does not parse before splicing: {why}")
     # a file that only tree-sitter parses is newer Python than this interpreter's (3.12's
     # f-strings, `f"{d["k"]}"`): the result is then held to tree-sitter's check alone
     splice = _Splice(original, path, list(items), kernels)
     edits = splice.edits(_bound_names(splice.root))
-    baseline = _checks(original if parses_like is None else parses_like, path)
+    baseline = before if parses_like is None else _checks(parses_like, path)
     result = _apply(original, edits)
     if not _holds(_checks(result, path), baseline):
         # Blame the items whose own edits break the file; an interplay blames them all.

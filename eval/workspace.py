@@ -56,6 +56,9 @@ class SourceStore:
         if dest.exists():
             shutil.rmtree(dest)
         sha = self.resolve(commit)
+        if self.absent.get(commit):  # known from an earlier checkout: not tried whole again
+            self.repo.archive(sha, dest, (), self.absent[commit])
+            return
         try:
             self.repo.archive(sha, dest)
         except GitError:

@@ -356,6 +356,10 @@ def test_a_checkout_leaves_out_the_files_whose_blobs_the_mirror_lacks(
     assert not (dest / "test/resources/big.arrow").exists()
     assert store.absent == {sha: ["test/resources/big.arrow"]}
     assert "1 files whose blobs the clone lacks left out: test/resources/big.arrow" in caplog.text
+    # the next tree of that commit (a task's base, gold, prediction) leaves them out at once
+    store.checkout(sha, tmp_path / "again")
+    assert (tmp_path / "again/pkg/ops/add.py").read_text() == ADD_KERNEL
+    assert not (tmp_path / "again/test/resources/big.arrow").exists()
 
 
 def test_a_bare_repository_at_a_relative_path_is_made_there(tmp_path, monkeypatch) -> None:
