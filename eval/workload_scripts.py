@@ -111,6 +111,9 @@ class ScriptCall:
     imports: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
+STR_METHODS = ("startswith", "endswith")  # a string's tests a script branches on
+
+
 def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
     """The value of `node` under `env`, or `Unknown`."""
     if isinstance(node, ast.Constant):
@@ -206,6 +209,10 @@ def _literal(node: ast.expr, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Call):
         fname = _dotted(node.func)
         args = _items(node.args, env)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS:
+            base = _literal(node.func.value, env)  # `provider.startswith('flash')`
+            if isinstance(base, str) and all(isinstance(a, str | tuple) for a in args):
+                return getattr(base, node.func.attr)(*args)
         if fname in ("pytest.param", "param"):
             return tuple(args)  # a parametrize case: its values (ids and marks left out)
         if fname == "range":
@@ -307,8 +314,74 @@ def _sweeps(tree: ast.Module) -> list[dict[str, Any]]:
                         const = _literal(extra, {})
                     except Unknown:
                         const = {}
-                points += _points(kw.get("x_names"), kw["x_vals"], None, const)
+                line = _line_arg(kw.get("line_arg"), kw.get("line_vals"))
+                swept = _points(kw.get("x_names"), kw["x_vals"], None, const)
+                points += [{**p, **line} for p in swept]
     return points
+
+
+LINES = "__lines__"  # a sweep point's (line_arg, line_vals): the providers a perf_report compares
+
+
+def _line_arg(name: ast.expr | None, values: ast.expr | None) -> dict[str, Any]:
+    """`{LINES: ("provider", ("abc", "gla", ...))}` of a perf_report's `line_arg`/`line_vals`,
+    else nothing. The script builds its inputs per provider (flash-linear-attention's
+    benchmark_abc.py: q as (B, H, T, D), rebuilt as (B, T, H, D) `if provider.startswith('flash')`),
+    so a call is evaluated with the provider that reaches it bound (`_provider`)."""
+    try:
+        arg = _literal(name, {}) if name is not None else None
+        vals = _literal(values, {}) if values is not None else None
+    except (Unknown, IndexError, KeyError):
+        return {}
+    if not isinstance(arg, str) or not isinstance(vals, list | tuple):
+        return {}
+    return {LINES: (arg, tuple(vals))}
+
+
+def _enclosing_ifs(body: list[ast.stmt], line: int) -> list[tuple[ast.If, bool]]:
+    """The `if` statements around `line`, outermost first, each with whether `line` lies in its
+    body (True) or in its `else`/`elif` (False)."""
+    out: list[tuple[ast.If, bool]] = []
+    while True:
+        node = next((n for n in body if n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+        if node is None:
+            return out
+        if isinstance(node, ast.If):
+            inside = any(n.lineno <= line <= (n.end_lineno or n.lineno) for n in node.body)
+            out.append((node, inside))
+            body = node.body if inside else node.orelse
+        elif isinstance(node, ast.For | ast.While | ast.With | ast.Try):
+            body = [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+            body += [s for h in getattr(node, "handlers", []) for s in h.body]
+        else:
+            return out
+
+
+def _provider(sc: ScriptCall, point: Mapping[str, Any]) -> dict[str, Any]:
+    """The sweep point with its perf_report's `line_arg` bound to the first of its values whose
+    `if` tests lead to the call (`elif provider == 'gla':`, or `elif provider_base == 'kda':`
+    after `provider_base = provider`); a test that does not evaluate agrees with every value.
+    Unchanged without a line_arg, or where the script binds it."""
+    lines = point.get(LINES)
+    if not lines or lines[0] in point:
+        return dict(point)
+    name, values = lines
+    ifs = _enclosing_ifs(sc.function.body, sc.line)
+
+    def leads(env: Mapping[str, Any]) -> bool:
+        for node, inside in ifs:  # each test read where it stands (`provider_base == 'kda'`)
+            here = _replay(sc.function, env, node.lineno, sc.helpers)
+            try:
+                if bool(_literal(node.test, here)) != inside:
+                    return False
+            except (Unknown, TypeError, ValueError, IndexError, KeyError):
+                continue
+        return True
+
+    for v in values:
+        if leads({**point, name: v}):
+            return {**point, name: v}
+    return dict(point)
 
 
 def _points(
@@ -890,7 +963,7 @@ def _inlined(call: ast.Call, env: Mapping[str, Any], helpers: Mapping[str, ast.F
 def evaluate(sc: ScriptCall, point: Mapping[str, Any]) -> tuple[dict[str, Any], list[ArgSpec], str]:
     """(init keywords, arguments, the dtype a MODULE entry is cast to or "") of the call at one
     sweep point; `Unknown` when an argument is neither a tensor the script built nor a value."""
-    env = _replay(sc.function, point, sc.line, sc.helpers)
+    env = _replay(sc.function, _provider(sc, point), sc.line, sc.helpers)
     init = {k: _literal(v, env) for k, v in sc.init.items()}
     init = {
         k: (_dtype_name(v) if isinstance(v, str) and v.startswith("torch.") else v)

@@ -206,6 +206,71 @@ def test_workload_from_a_triton_perf_report_benchmark(tmp_path: Path) -> None:
     assert w.shape == (1024,) and w.rule == "normal" and g.dtype == "bfloat16"
 
 
+# flash-linear-attention's benchmark_abc.py: inputs built per provider; a call is read with the
+# provider of the branch that reaches it (its q was planned (B, T, H, D) from the `flash` branch
+# beside a (B, H, T, D) g: H and T swapped, and the base failed "invalid argument" at T=8192)
+PROVIDERS = """import torch
+import torch.nn.functional as F
+import triton
+
+from pkg.ops.rowscale import rowscale
+
+
+@triton.testing.perf_report(
+    triton.testing.Benchmark(
+        x_names=['T'],
+        x_vals=[128 * 2 ** i for i in range(0, 8)],
+        line_arg='provider',
+        line_vals=['other', 'fused', 'fused_bwd', 'flash'],
+        args={},
+    )
+)
+def benchmark(T, provider):
+    B, H, D = 16, 4, 128
+    if provider.endswith('_slow'):
+        kind = 'slow'
+    else:
+        kind = provider
+    q = torch.randn(B, H, T, D, device='cuda', dtype=torch.bfloat16)
+    if provider.startswith('flash'):
+        q = torch.randn(B, T, H, D, device='cuda', dtype=torch.bfloat16)
+    if provider.startswith('fused'):
+        g = F.logsigmoid(torch.randn(B, H, T, D, device='cuda', dtype=torch.bfloat16))
+    if kind == 'other':
+        g = torch.randn(B, H, T, device='cuda', dtype=torch.bfloat16)
+        results = triton.testing.do_bench(lambda: q + g)
+    elif kind == 'fused':
+        results = triton.testing.do_bench(lambda: rowscale(q, g))
+    elif provider == 'flash':
+        results = triton.testing.do_bench(lambda: q * 2)
+    return results
+"""
+
+
+def test_a_perf_report_call_reads_the_inputs_of_its_own_provider(tmp_path: Path) -> None:
+    repo, _, tdir = _task_repo(tmp_path, {"benchmarks/ops/benchmark_rowscale.py": PROVIDERS})
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls, plan.tried
+    for call in plan.calls:
+        q, g = call.args
+        T = call.dims["T"]
+        assert q.shape == g.shape == (16, 4, T, 128), (q.shape, g.shape)
+        assert g.rule == "logsigmoid"
+
+
+def test_a_string_test_of_a_script_evaluates() -> None:
+    import ast
+
+    from eval.workload_scripts import Unknown, _literal
+
+    expr = ast.parse("p.startswith('flash') or p.endswith(('_bwd', '_fwd'))", mode="eval").body
+    assert _literal(expr, {"p": "gla_bwd"}) is True
+    assert _literal(expr, {"p": "gla"}) is False
+    with pytest.raises(Unknown):
+        _literal(expr, {})
+
+
 def test_a_benchmark_of_another_kernel_gives_no_workload(tmp_path: Path) -> None:
     other = LIGER_STYLE.replace("pkg.ops.rowscale import rowscale", "pkg.ops.other import other")
     repo, _, tdir = _task_repo(tmp_path, {"benchmark/scripts/benchmark_other.py": other})
