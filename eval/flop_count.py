@@ -56,6 +56,19 @@ def _through(lang: Any, name: str) -> Any:
     return call
 
 
+class _NoDevice:
+    """A device context (`torch.cuda.device(index)`'s form) that changes nothing."""
+
+    def __init__(self, index: Any = None) -> None:
+        self.index = index
+
+    def __enter__(self) -> _NoDevice:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 @dataclass
 class _Launch:
     """The launch the interpreter is running: dot FLOPs of its programs run so far."""
@@ -188,11 +201,33 @@ class DotFlops:
             return [0.0, 0.0, 0.0]
 
         self._alias_language()
+        self._device_context()
+        if not hasattr(builder, "get_bf16"):
+            # Triton 3.6's interpreter builds no bf16 constant (a `tl.full(..., tl.bfloat16)`
+            # of flash-linear-attention #479: "'InterpreterBuilder' object has no attribute
+            # 'get_bf16'"); Triton 3.9's rounds an fp32 one, as this does
+            import triton.language as tl
+
+            def get_bf16(value: Any) -> Any:
+                return builder.create_fp_trunc(builder.get_fp32(value), tl.bfloat16)
+
+            self._patch(builder, "get_bf16", get_bf16)
         self._patch(builder, "create_dot", create_dot)
         self._patch(executor, "__init__", grid_init)
         self._patch(executor, "__call__", grid_call)
         self._patch(autotuner.Autotuner, "_bench", untimed_bench)
         return self
+
+    def _device_context(self) -> None:
+        """`torch.cpu.device(index)` while counting, a context that does nothing: under the
+        interpreter Triton's active backend is `cpu`, and flash-linear-attention enters
+        `getattr(torch, backend).device(tensor.device.index)` around each op, which torch (2.11
+        to 2.13) does not have for the CPU (2026-12-06, call 68: every flash-linear-attention
+        count failed "module 'torch.cpu' has no attribute 'device'", on the H100 as here). The
+        interpreter's programs run on the host whatever the device context says."""
+        torch = sys.modules.get("torch")
+        if torch is not None and not hasattr(torch.cpu, "device"):
+            self._patch(torch.cpu, "device", _NoDevice)
 
     def _alias_language(self) -> None:
         """Module globals under `roots` that hold a `triton.language` builtin under a name of

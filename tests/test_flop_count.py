@@ -103,6 +103,29 @@ def test_only_counted_launches_count_and_the_interpreter_is_given_back(fw_mm) ->
         DotFlops(0)
 
 
+@triton.jit
+def _bf16_scaled_mm(a, b, c, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(a + r[:, None] * N + r[None, :])
+    y = tl.load(b + r[:, None] * N + r[None, :])
+    scale = tl.full((N, N), 0.5, tl.bfloat16)  # a bf16 constant (Triton 3.6: no get_bf16)
+    tl.store(c + r[:, None] * N + r[None, :], tl.dot(x * scale.to(tl.float32), y))
+
+
+def test_an_op_that_enters_its_backends_device_context_is_counted() -> None:
+    """flash-linear-attention enters `getattr(torch, backend).device(index)` around each op, and
+    the interpreter's backend is `cpu`: torch.cpu has no `device`, so every such count failed
+    (call 68); while counting it is a context that changes nothing, and afterwards gone."""
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    c = torch.empty_like(a)
+    had = hasattr(torch.cpu, "device")
+    with DotFlops(4) as counter, counter.counting(), torch.cpu.device(a.device.index):
+        _bf16_scaled_mm[(1,)](a, b, c, 16)
+    assert counter.total == 2 * 16**3
+    assert torch.allclose(c, (a * 0.5) @ b, atol=1e-3)
+    assert hasattr(torch.cpu, "device") == had
+
+
 def test_an_autotuned_kernel_runs_its_first_config_and_no_benchmark_launch() -> None:
     @triton.autotune(configs=[triton.Config({"BM": 16}), triton.Config({"BM": 32})], key=["N"])
     @triton.jit
