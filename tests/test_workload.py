@@ -209,23 +209,11 @@ def test_workload_from_a_triton_perf_report_benchmark(tmp_path: Path) -> None:
 # flash-linear-attention's benchmark_abc.py: inputs built per provider; a call is read with the
 # provider of the branch that reaches it (its q was planned (B, T, H, D) from the `flash` branch
 # beside a (B, H, T, D) g: H and T swapped, and the base failed "invalid argument" at T=8192)
-PROVIDERS = """import torch
-import torch.nn.functional as F
-import triton
-
-from pkg.ops.rowscale import rowscale
-
-
-@triton.testing.perf_report(
-    triton.testing.Benchmark(
-        x_names=['T'],
-        x_vals=[128 * 2 ** i for i in range(0, 8)],
-        line_arg='provider',
-        line_vals=['other', 'fused', 'fused_bwd', 'flash'],
-        args={},
+PROVIDERS = (
+    FLA_STYLE.split("def benchmark")[0].replace(
+        "line_vals=['fused']", "line_vals=['other', 'fused', 'fused_bwd', 'flash']"
     )
-)
-def benchmark(T, provider):
+    + """def benchmark(T, provider):
     B, H, D = 16, 4, 128
     if provider.endswith('_slow'):
         kind = 'slow'
@@ -245,6 +233,7 @@ def benchmark(T, provider):
         results = triton.testing.do_bench(lambda: q * 2)
     return results
 """
+)
 
 
 def test_a_perf_report_call_reads_the_inputs_of_its_own_provider(tmp_path: Path) -> None:
