@@ -36,6 +36,7 @@ from curation.model import TargetRole, Task
 from curation.testsel import module_name
 from eval.perf_scores import h200_us
 from eval.workload_inputs import LAUNCH_OPTIONS, dtype_kind, rule_for
+from eval.workload_layout import layout_mismatch
 from eval.workload_model import (
     MIN_GOLD_US,
     ArgSpec,
@@ -327,8 +328,10 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
         ops += found
         notes += [why] if why else []
 
+    layouts = DocumentedLayouts(view)
+
     def finder(tn: TargetNames, defined: frozenset[str]) -> tuple[list[WorkloadCall], list[str]]:
-        calls, more = _script_calls(scripts, texts, tn, defined, mode)
+        calls, more = _script_calls(scripts, texts, tn, defined, mode, layouts)
         if not calls:
             calls, reg = _registry_calls(ops, tn, defined, mode)
             more = [*more, *reg]
@@ -397,8 +400,11 @@ def _script_calls(
     tn: TargetNames,
     defined: frozenset[str],
     mode: Mode,
+    layouts: Callable[[WorkloadCall], str] | None = None,
 ) -> tuple[list[WorkloadCall], list[str]]:
-    """The workload calls of the first script that gives some, and notes on the others."""
+    """The workload calls of the first script that gives some, and notes on the others. A call
+    site whose tensors contradict the shapes its function documents (`layouts`) is passed
+    over with a note."""
     notes: list[str] = []
     for path in scripts:
         found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.names, defined)
@@ -407,6 +413,10 @@ def _script_calls(
         calls: list[WorkloadCall] = []
         for sc in found:
             calls = _evaluated(sc, sc.sweeps, mode, Source.BENCHMARK_SCRIPT)
+            wrong = next((w for c in calls if layouts and (w := layouts(c))), "")
+            if wrong:
+                notes.append(f"{path}:{sc.line}: {wrong}")
+                calls = []
             if calls:
                 break  # the first call site of the script that evaluates is the workload
         if calls:
@@ -429,14 +439,14 @@ MAX_SEQ_LEN = 16384  # a long but common context; longer workloads grow the batc
 TOKEN_SUFFIX = re.compile(r"_(tokens|seq_?len|batch|batch_size)$")
 
 
-class InitParams:
-    """`(module, class)` -> the positional parameter names of the class's `__init__` (without
-    `self`) in the tree, following one `from .x import Class` of a package's `__init__`."""
+class Definitions:
+    """`(module, name)` -> the class or function the tree defines under that name, following
+    `from .x import name` of a package's `__init__` (two imports deep)."""
 
     def __init__(self, view: TreeView) -> None:
         self.view = view
         self.paths = set(view.paths())
-        self.cache: dict[tuple[str, str], list[str] | None] = {}
+        self.cache: dict[tuple[str, str], ast.ClassDef | ast.FunctionDef | None] = {}
 
     def _file(self, module: str) -> str | None:
         stem = module.replace(".", "/")
@@ -446,13 +456,13 @@ class InitParams:
                     return path
         return None
 
-    def __call__(self, module: str, name: str, depth: int = 0) -> list[str] | None:
+    def find(self, module: str, name: str, depth: int = 0) -> ast.ClassDef | ast.FunctionDef | None:
         key = (module, name)
         if key not in self.cache:
             self.cache[key] = self._find(module, name, depth)
         return self.cache[key]
 
-    def _find(self, module: str, name: str, depth: int) -> list[str] | None:
+    def _find(self, module: str, name: str, depth: int) -> ast.ClassDef | ast.FunctionDef | None:
         path = self._file(module)
         if path is None:
             return None
@@ -462,16 +472,41 @@ class InitParams:
             return None
         package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
         for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == name:
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                        return [a.arg for a in item.args.args[1:]]
-                return []
+            if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
+                return node
             if isinstance(node, ast.ImportFrom) and depth < 2:
                 for a in node.names:
                     if (a.asname or a.name) == name:
-                        return self(_absolute(package, node), a.name, depth + 1)
+                        return self.find(_absolute(package, node), a.name, depth + 1)
         return None
+
+
+class InitParams(Definitions):
+    """`(module, class)` -> the positional parameter names of the class's `__init__` (without
+    `self`) in the tree."""
+
+    def __call__(self, module: str, name: str) -> list[str] | None:
+        node = self.find(module, name)
+        if not isinstance(node, ast.ClassDef):
+            return None
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                return [a.arg for a in item.args.args[1:]]
+        return []
+
+
+class DocumentedLayouts(Definitions):
+    """A benchmark script's call checked against the shapes its function's docstring gives
+    its tensors (`eval.workload_layout`): a script kept from an older API puts the swept
+    dimension elsewhere (flash-linear-attention's benchmark_fla.py of 2024 built head-first
+    (B, H, T, D) tensors for `parallel_retention`, whose docstring says `[B, T, H, K]` since
+    2025: H=8192 then overflowed a grid axis, "invalid argument", call 69)."""
+
+    def __call__(self, call: WorkloadCall) -> str:
+        node = self.find(call.entry.module, call.entry.name)
+        if not isinstance(node, ast.FunctionDef):
+            return ""
+        return layout_mismatch(node, call.args, call.dims)
 
 
 def test_files(task: Task, view: TreeView) -> list[str]:
@@ -968,6 +1003,20 @@ def what_the_kernel_sees(call: WorkloadCall) -> tuple[Any, ...]:
     return call.grid, scalars, contents
 
 
+def _sequence_offsets(cap: Captured, tokens: int) -> str:
+    """The offsets tensor (`cu_seqlens`) of `tokens` + 1 entries, if the launch has one: its
+    leading dimension is then a number of sequences (flash-linear-attention #479's
+    `fused_recurrent_bwd_kernel`: initial states of (2, H, K, V) beside `cu_seqlens` of 3
+    entries; scaled as tokens, the grid ran 1024 sequences over offsets of 2, reading past
+    them)."""
+    for name, d in _captured_tensors(cap).items():
+        shape = [int(x) for x in d["shape"]]
+        dtype = str(d["dtype"]).removeprefix("torch.")
+        if shape == [tokens + 1] and rule_for(name, dtype, d.get("int_stats")) == "offsets":
+            return name
+    return ""
+
+
 def scaled_calls(
     cap: Captured,
     mode: Mode,
@@ -988,6 +1037,12 @@ def scaled_calls(
         return [], f"{cap.kernel}: no tensor argument"
     tokens = int(big["shape"][0])
     numel = math.prod(big["shape"])
+    counted = _sequence_offsets(cap, tokens)
+    if counted:
+        return [], (
+            f"{cap.kernel}: the leading dimension ({tokens}) of its largest tensor counts the "
+            f"sequences of {counted}, whose packed tokens would have to grow with them"
+        )
     renames = dict(renames or {})
     module = module_name(cap.file)
     if module is None:  # not an importable module path: nothing to call
@@ -1040,6 +1095,23 @@ def _sized(
             for k, c in kept], factor  # fmt: skip
 
 
+def _indexed_widths(cap: Captured, named: dict[str, int]) -> dict[str, int]:
+    """`named` with a hidden size that an integer tensor of the launch indexes (its values
+    reach past half of it) read as the vocabulary: Liger-Kernel's cross entropy calls its
+    vocabulary `n_cols`, which the model keys name a hidden size, and at a model's hidden size
+    of 2048 its labels (up to 31997, the test's vocabulary) read past each row (call 69: 3266
+    invalid reads under memcheck, the base stopped by a device-side assertion)."""
+    width = named.get("hidden_size")
+    if width is None or "vocab_size" in named:
+        return named
+    for _, d, _ in _args_of(cap):
+        stats = d.get("int_stats") if isinstance(d, dict) else None
+        if stats and width // 2 < int(stats["max"]) + 1 <= width:
+            out = {k: v for k, v in named.items() if k != "hidden_size"}
+            return {**out, "vocab_size": width}
+    return named
+
+
 def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[WorkloadCall], str]:
     """The captured launch with the model sizes put in through the kernel's scalar parameters
     named like a model key (`hidden_size`, `n_cols`, `V`, ...), for three models (smallest,
@@ -1062,6 +1134,7 @@ def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[Workloa
     if not named:
         why = "; ".join(f"{k} shares its value with {', '.join(ns)}" for k, ns in shared.items())
         return [], f"no unambiguous model size among the kernel's parameters ({why})"
+    named = _indexed_widths(cap, named)
     configs = [(ev, c) for ev, c in model_configs(view) if set(named) <= set(c)]
     if not configs:
         return [], f"no model configuration gives {', '.join(sorted(named))}"

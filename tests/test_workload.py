@@ -3,6 +3,7 @@ optimization gate, the scores, and the harness end to end on the CPU (TRITON_INT
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
@@ -246,6 +247,80 @@ def test_a_perf_report_call_reads_the_inputs_of_its_own_provider(tmp_path: Path)
         T = call.dims["T"]
         assert q.shape == g.shape == (16, 4, T, 128), (q.shape, g.shape)
         assert g.rule == "logsigmoid"
+
+
+# a rowscale whose docstring gives its layout (flash-linear-attention's form, with the flag
+# that chose between two while both were accepted)
+DOCUMENTED = ROWSCALE.replace(
+    "def rowscale(x, w):\n",
+    '''def rowscale(x, w, head_first=False):
+    """Scales each row.
+
+    Args:
+        x (torch.Tensor):
+            inputs of shape `[B, H, T, D]` if `head_first=True` else `[B, T, H, D]`.
+        w (torch.Tensor):
+            weights of shape `[D]`.
+
+    Returns:
+        o (torch.Tensor):
+            outputs of shape `[B, H, T, D]` if `head_first=True` else `[B, T, H, D]`.
+    """
+''',
+)
+LAYOUT_BENCH = (
+    FLA_STYLE.split("def benchmark")[0]
+    + """def benchmark(T, provider):
+    B, H, D = 16, 8, 128
+    x = torch.randn(SHAPE, device='cuda', dtype=torch.bfloat16)
+    w = torch.randn(D, device='cuda', dtype=torch.bfloat16)
+    return triton.testing.do_bench(lambda: rowscale(x, wCALL))
+"""
+)
+
+
+def _layout_bench(shape: str, call: str = "") -> str:
+    return LAYOUT_BENCH.replace("SHAPE", shape).replace("CALL", call)
+
+
+def test_a_benchmark_written_for_another_layout_is_passed_over(tmp_path: Path) -> None:
+    """flash-linear-attention's benchmark_fla.py kept 2024's head-first tensors for an op
+    documented [B, T, H, K] (call 69: "invalid argument" at T=8192, a tie at T=2048); the next
+    script, in the documented layout, gives the workload."""
+    repo, _, tdir = _task_repo(tmp_path, {
+        "pkg/ops/rowscale.py": DOCUMENTED,
+        "benchmarks/ops/benchmark_a_stale.py": _layout_bench("B, H, T, D"),
+        "benchmarks/ops/benchmark_b.py": _layout_bench("B, T, H, D"),
+    })  # fmt: skip
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls, plan.tried
+    assert {c.evidence.split(":")[0] for c in plan.calls} == {"benchmarks/ops/benchmark_b.py"}
+    assert all(c.args[0].shape == (16, c.dims["T"], 8, 128) for c in plan.calls)
+
+
+def test_the_documented_layout_follows_the_flag_the_call_passes(tmp_path: Path) -> None:
+    repo, _, tdir = _task_repo(tmp_path, {
+        "pkg/ops/rowscale.py": DOCUMENTED,
+        "benchmarks/ops/benchmark_a.py": _layout_bench("B, H, T, D", ", head_first=True"),
+    })  # fmt: skip
+    task = tdir.load_task()
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls, plan.tried
+    assert all(c.args[0].shape == (16, 8, c.dims["T"], 128) for c in plan.calls)
+    # a sweep value that also names another dimension (T = H = 8 at the first point) tells
+    # nothing and is not held against the call
+    from eval.workload_layout import documented_layouts, layout_mismatch
+
+    fn = next(n for n in ast.parse(DOCUMENTED).body if getattr(n, "name", "") == "rowscale")
+    assert documented_layouts(fn, {}) == {"x": ["B", "T", "H", "D"], "w": ["D"]}
+    x = plan.calls[0].args[0]
+    assert layout_mismatch(fn, [replace(x, shape=(16, 8, 8, 128))], {"T": 8}) == ""
+    why = layout_mismatch(fn, [replace(x, shape=(16, 8, 1024, 128))], {"T": 1024})
+    assert why == (
+        "its x (16, 8, 1024, 128) has T=1024 at dimension 2, where rowscale's docstring puts "
+        "T in [B, T, H, D]"
+    )
 
 
 def test_a_string_test_of_a_script_evaluates() -> None:
@@ -1048,6 +1123,23 @@ def test_a_launch_whose_work_does_not_grow_with_its_tensors_is_not_scaled() -> N
     assert scaled_calls(_capture(), Mode.FORWARD)[0]
 
 
+def test_a_launch_whose_leading_dimension_counts_the_sequences_is_not_scaled() -> None:
+    """flash-linear-attention #479's recurrent backward: its largest tensors are the initial
+    states, one per sequence of `cu_seqlens`; scaled as tokens, 1024 sequences' programs read
+    offsets of three entries. No scaled call, and the reason."""
+    cap = _varlen_capture()
+    rec = dict(cap.record)
+    rec["args"] = list(rec["args"])
+    states = {"shape": [10, 3, 128, 128], "dtype": "torch.float32",
+              "stride": list(_contig([10, 3, 128, 128]))}  # fmt: skip
+    rec["params"] = [*rec["params"][:1], "h0", *rec["params"][2:]]
+    rec["args"][1] = states  # ten sequences: cu_seqlens has 11 entries
+    rec["grid"] = [1, 30]
+    calls, why = scaled_calls(replace(cap, record=rec), Mode.FORWARD)
+    assert calls == []
+    assert "leading dimension (10) of its largest tensor counts the sequences of cu_seqlens" in why
+
+
 def test_labels_stay_an_index_and_a_token_named_constexpr_scales() -> None:
     """A cross-entropy launch (made up for this test): its labels index a vocabulary-sized
     table, not cache lines; `T: tl.constexpr` (flash-linear-attention's style) is the token
@@ -1163,6 +1255,31 @@ def test_a_model_size_that_shares_its_value_with_another_size_is_left_out(tmp_pa
     cap = Captured("attn_kernel", "pkg/ops/attn.py", rec)
     calls, why = from_models(cap, _view(repo, sha), Mode.FORWARD)
     assert calls == [] and "vocab_size shares its value with K" in why
+
+
+def test_a_width_the_launchs_labels_index_is_the_vocabulary(tmp_path: Path) -> None:
+    # Liger-Kernel's cross entropy names its vocabulary `n_cols`: read as a hidden size, a
+    # model's 2048 columns met labels up to the test's vocabulary (call 69: 3266 invalid reads)
+    x = {"shape": [8, 1000], "dtype": "torch.float32", "stride": [1000, 1]}
+    y = {"shape": [8], "dtype": "torch.int64", "stride": [1], "int_stats": {"min": 3, "max": 997}}
+    loss = {"shape": [8], "dtype": "torch.float32", "stride": [1]}
+    rec = {"grid": [8], "params": ["x_ptr", "y_ptr", "loss_ptr", "n_cols"],
+           "args": [x, y, loss, 1000], "kwargs": {}, "constexprs": {},
+           "numel": 8 * 1000 + 16}  # fmt: skip
+    repo = TinyRepo(tmp_path / "cfg")
+    repo.write("pkg/models/configuration_tiny.py", CONFIGS)
+    sha = repo.commit("configs")
+    cap = Captured("ce_kernel", "pkg/ops/ce.py", rec)
+    calls, note = from_models(cap, _view(repo, sha), Mode.FORWARD)
+    assert calls, note
+    for c in calls:
+        assert c.args[0].shape[1] == 32000 and c.args[3].value == 32000
+        assert c.dims["vocab_size"] == 32000 and "hidden_size" not in c.dims
+        assert c.args[1].params["high"] <= 32000
+    # without an integer tensor reaching into it, the width stays a hidden size
+    rec["args"] = [x, {**y, "int_stats": {"min": 0, "max": 7}}, loss, 1000]
+    calls, _ = from_models(replace(cap, record=rec), _view(repo, sha), Mode.FORWARD)
+    assert calls and all("hidden_size" in c.dims for c in calls)
 
 
 LAUNCH_SH = """#!/bin/bash
