@@ -857,7 +857,9 @@ def _token_named(name: str) -> bool:
 
 def token_scalars(cap: Captured, tokens: int, numel: int) -> frozenset[str]:
     """The scalar launch arguments that scale with the tokens. Of those equal to the token
-    count (`tokens`): every one that is not a stride (recomputed from its tensor), a model
+    count (`tokens`): every one that is not a stride (recomputed from its tensor), a launch
+    option (`num_warps`, `num_stages`: flash-linear-attention #d0b67c5e63's test launch had 4
+    of each and a batch of 4, and its plan asked for 64 warps), a model
     width (`MODEL_KEYS`: `n_cols`, `dim`) or a `tl.constexpr` named otherwise than a token or
     batch dimension (a convolution `WIDTH`, a block size; flash-linear-attention's
     `T: tl.constexpr` does scale); when several are, those named like a token or batch
@@ -866,7 +868,8 @@ def token_scalars(cap: Captured, tokens: int, numel: int) -> frozenset[str]:
     constexprs = set(cap.record.get("constexprs") or {})
     widths = set().union(*MODEL_KEYS.values())
     ints = [n for n, d, _ in _args_of(cap) if type(d) is int and d > 1
-            and "stride" not in n.lower() and (n not in constexprs or _token_named(n))
+            and "stride" not in n.lower() and n not in LAUNCH_OPTIONS
+            and (n not in constexprs or _token_named(n))
             and d in (tokens, numel)]  # fmt: skip
     values = {n: d for n, d, _ in _args_of(cap)}
     equal = [n for n in ints if values[n] == tokens and n not in widths]
@@ -933,7 +936,9 @@ def _specs(
         else:
             value = d
             owner = _stride_owner(name, captured)
-            if type(d) is int and owner is not None and owner in built:
+            if name in LAUNCH_OPTIONS:
+                pass  # the launch's warps and stages stay the test's, whatever their value
+            elif type(d) is int and owner is not None and owner in built:
                 value = _new_stride(d, captured[owner], built[owner]) or renames.get(d, d)
             elif type(d) is int and d > 1 and "stride" in name.lower():
                 value = renames.get(d, d)

@@ -1140,6 +1140,18 @@ def test_a_launch_whose_leading_dimension_counts_the_sequences_is_not_scaled() -
     assert "leading dimension (10) of its largest tensor counts the sequences of cu_seqlens" in why
 
 
+def test_launch_options_equal_to_the_token_count_stay_the_tests() -> None:
+    """A batch of 4 launched with 4 warps and 4 stages (flash-linear-attention #d0b67c5e63's
+    test): scaled as tokens, the plan asked for 64 warps, more than a block can hold."""
+    cap = _capture(tokens=4)
+    rec = {**cap.record, "kwargs": {**cap.record["kwargs"], "num_warps": 4, "num_stages": 4}}
+    calls, _ = scaled_calls(replace(cap, record=rec), Mode.FORWARD)
+    assert calls and calls[0].args[0].shape[0] > 4
+    for c in calls:
+        options = {a.name: a.value for a in c.args if a.name in ("num_warps", "num_stages")}
+        assert options == {"num_warps": 4, "num_stages": 4}
+
+
 def test_labels_stay_an_index_and_a_token_named_constexpr_scales() -> None:
     """A cross-entropy launch (made up for this test): its labels index a vocabulary-sized
     table, not cache lines; `T: tl.constexpr` (flash-linear-attention's style) is the token
