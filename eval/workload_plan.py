@@ -1100,6 +1100,25 @@ def _sized(
             for k, c in kept], factor  # fmt: skip
 
 
+def _grid_bound(cap: Captured, named: Mapping[str, int]) -> dict[str, str]:
+    """The model sizes of `named` that a renaming by value cannot change alone, and why: one
+    equal to the token count (the leading dimension of the largest tensor, which is scaled
+    separately), or one that divides an axis of the launch grid (the grid is kept, so its
+    programs would cover part of the renamed tensors). flash-linear-attention #300 and
+    #d0b67c5e63: batch 2 and 2 heads, grid axis B*H = 4; renaming the heads to a model's 4
+    renamed the batch too, and the grid ran half of the (b, h) pairs."""
+    big = _token_tensor(cap)
+    tokens = int(big["shape"][0]) if big is not None else 0
+    grid = [int(g) for g in cap.record.get("grid") or []]
+    out: dict[str, str] = {}
+    for k, v in named.items():
+        if v == tokens:
+            out[k] = f"{k} ({v}) equals the token count"
+        elif any(g > 1 and g % v == 0 for g in grid):
+            out[k] = f"{k} ({v}) divides the launch grid {tuple(grid)}"
+    return out
+
+
 def _indexed_widths(cap: Captured, named: dict[str, int]) -> dict[str, int]:
     """`named` with a hidden size that an integer tensor of the launch indexes (its values
     reach past half of it) read as the vocabulary: Liger-Kernel's cross entropy calls its
@@ -1140,6 +1159,10 @@ def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[Workloa
         why = "; ".join(f"{k} shares its value with {', '.join(ns)}" for k, ns in shared.items())
         return [], f"no unambiguous model size among the kernel's parameters ({why})"
     named = _indexed_widths(cap, named)
+    tied = _grid_bound(cap, named)
+    named = {k: v for k, v in named.items() if k not in tied}
+    if not named:
+        return [], f"no model size the launch can take ({'; '.join(tied.values())})"
     configs = [(ev, c) for ev, c in model_configs(view) if set(named) <= set(c)]
     if not configs:
         return [], f"no model configuration gives {', '.join(sorted(named))}"

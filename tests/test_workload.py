@@ -1294,6 +1294,26 @@ def test_a_width_the_launchs_labels_index_is_the_vocabulary(tmp_path: Path) -> N
     assert calls and all("hidden_size" in c.dims for c in calls)
 
 
+def test_a_model_size_the_grid_or_the_batch_shares_is_not_renamed(tmp_path: Path) -> None:
+    # flash-linear-attention #300 and #d0b67c5e63: batch 2 and 2 heads, the grid's last axis
+    # B*H; renaming the heads by value renamed the batch too, and the kept grid ran half of
+    # the (b, h) pairs of the renamed tensors
+    def launch(batch: int, heads: int) -> Captured:
+        shape = [batch, 64, heads, 32]
+        t = {"shape": shape, "dtype": "torch.float32", "stride": list(_contig(shape))}
+        rec = {"grid": [1, batch * heads], "params": ["q", "o", "H"], "args": [t, t, heads],
+               "kwargs": {}, "constexprs": {}, "numel": 2 * math.prod(shape)}  # fmt: skip
+        return Captured("heads_kernel", "pkg/ops/heads.py", rec)
+
+    repo = TinyRepo(tmp_path / "cfg")
+    repo.write("pkg/models/configuration_tiny.py", CONFIGS)
+    sha = repo.commit("configs")
+    calls, why = from_models(launch(2, 2), _view(repo, sha), Mode.FORWARD)
+    assert calls == [] and "num_heads (2) equals the token count" in why
+    calls, why = from_models(launch(3, 2), _view(repo, sha), Mode.FORWARD)
+    assert calls == [] and "num_heads (2) divides the launch grid (1, 6)" in why
+
+
 LAUNCH_SH = """#!/bin/bash
 # a made-up MoE training launch, Megatron-LM style
 MODEL_ARGS=(
