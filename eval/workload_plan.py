@@ -338,13 +338,15 @@ def from_benchmarks(task: Task, view: TreeView, mode: Mode) -> tuple[list[Worklo
         return calls, more
 
     calls, more = _hop_search(task, view, finder)
+    # a script passed over for its layout is named whatever the search found after it
+    skipped = "".join(f"; passed over: {ev}: {why}" for ev, why in layouts.passed_over.items())
     if calls:
-        return calls, more[0]
+        return calls, more[0] + skipped
     notes += more
     if notes:
-        return [], "; ".join(notes[:3])
+        return [], "; ".join(notes[:3]) + skipped
     return [], f"no benchmark script of {len(scripts)} calls the targets" + (
-        f", nor an op of {', '.join(registries)}" if registries else "")  # fmt: skip
+        f", nor an op of {', '.join(registries)}" if registries else "") + skipped  # fmt: skip
 
 
 def _registry_calls(
@@ -502,11 +504,18 @@ class DocumentedLayouts(Definitions):
     (B, H, T, D) tensors for `parallel_retention`, whose docstring says `[B, T, H, K]` since
     2025: H=8192 then overflowed a grid axis, "invalid argument", call 69)."""
 
+    def __init__(self, view: TreeView) -> None:
+        super().__init__(view)
+        self.passed_over: dict[str, str] = {}  # evidence -> why, kept for the plan's notes
+
     def __call__(self, call: WorkloadCall) -> str:
         node = self.find(call.entry.module, call.entry.name)
         if not isinstance(node, ast.FunctionDef):
             return ""
-        return layout_mismatch(node, call.args, call.dims)
+        why = layout_mismatch(node, call.args, call.dims)
+        if why:
+            self.passed_over.setdefault(call.evidence, why)
+        return why
 
 
 def test_files(task: Task, view: TreeView) -> list[str]:

@@ -297,6 +297,9 @@ def test_a_benchmark_written_for_another_layout_is_passed_over(tmp_path: Path) -
     assert plan.calls, plan.tried
     assert {c.evidence.split(":")[0] for c in plan.calls} == {"benchmarks/ops/benchmark_b.py"}
     assert all(c.args[0].shape == (16, c.dims["T"], 8, 128) for c in plan.calls)
+    # the plan says which script was passed over, and why
+    assert "passed over: benchmarks/ops/benchmark_a_stale.py:" in plan.tried[0]
+    assert "where rowscale's docstring puts T in [B, T, H, D]" in plan.tried[0]
 
 
 def test_the_documented_layout_follows_the_flag_the_call_passes(tmp_path: Path) -> None:
