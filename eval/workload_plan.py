@@ -1177,6 +1177,10 @@ def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[Workloa
         return [], f"no model configuration gives {', '.join(sorted(named))}"
     configs.sort(key=lambda ec: ec[1]["hidden_size"])
     unique = list({tuple(c[k] for k in sorted(named)): (ev, c) for ev, c in configs}.values())
+    # smallest, median and largest by the sizes the launch takes (a vocabulary's, when it
+    # takes that: Liger-Kernel #1267's "small" was a vocabulary of 102400 beside a "typical"
+    # 32000, the models ordered by hidden size)
+    unique.sort(key=lambda ec: tuple(ec[1][k] for k in sorted(named)))
     chosen = [unique[0], unique[len(unique) // 2], unique[-1]] if len(unique) >= 3 else unique
     calls, why = [], ""
     for lb, (ev, cfg) in zip(LABELS[-len(chosen) :], chosen, strict=True):

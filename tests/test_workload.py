@@ -1272,6 +1272,13 @@ def test_a_model_size_that_shares_its_value_with_another_size_is_left_out(tmp_pa
     assert calls == [] and "vocab_size shares its value with K" in why
 
 
+VOCABS = """
+LLAMA2 = dict(hidden_size=8192, vocab_size=32000)
+QWEN = dict(hidden_size=2048, vocab_size=152064)
+LLAMA3 = dict(hidden_size=4096, vocab_size=128256)
+"""
+
+
 def test_a_width_the_launchs_labels_index_is_the_vocabulary(tmp_path: Path) -> None:
     # Liger-Kernel's cross entropy names its vocabulary `n_cols`: read as a hidden size, a
     # model's 2048 columns met labels up to the test's vocabulary (call 69: 3266 invalid reads)
@@ -1282,15 +1289,16 @@ def test_a_width_the_launchs_labels_index_is_the_vocabulary(tmp_path: Path) -> N
            "args": [x, y, loss, 1000], "kwargs": {}, "constexprs": {},
            "numel": 8 * 1000 + 16}  # fmt: skip
     repo = TinyRepo(tmp_path / "cfg")
-    repo.write("pkg/models/configuration_tiny.py", CONFIGS)
+    repo.write("pkg/models/configuration_tiny.py", CONFIGS + VOCABS)
     sha = repo.commit("configs")
     cap = Captured("ce_kernel", "pkg/ops/ce.py", rec)
     calls, note = from_models(cap, _view(repo, sha), Mode.FORWARD)
     assert calls, note
+    # small, typical and large by the vocabulary, not by the models' hidden sizes
+    assert [c.dims["vocab_size"] for c in calls] == [32000, 128256, 152064]
     for c in calls:
-        assert c.args[0].shape[1] == 32000 and c.args[3].value == 32000
-        assert c.dims["vocab_size"] == 32000 and "hidden_size" not in c.dims
-        assert c.args[1].params["high"] <= 32000
+        assert c.args[0].shape[1] == c.args[3].value == c.dims["vocab_size"]
+        assert "hidden_size" not in c.dims and c.args[1].params["high"] <= 32000
     # without an integer tensor reaching into it, the width stays a hidden size
     rec["args"] = [x, {**y, "int_stats": {"min": 0, "max": 7}}, loss, 1000]
     calls, _ = from_models(replace(cap, record=rec), _view(repo, sha), Mode.FORWARD)
