@@ -406,7 +406,8 @@ def _script_calls(
 ) -> tuple[list[WorkloadCall], list[str]]:
     """The workload calls of the first script that gives some, and notes on the others. A call
     site whose tensors contradict the shapes its function documents (`layouts`) is passed
-    over with a note."""
+    over (`DocumentedLayouts.passed_over` says which and why: the hop search keeps the notes
+    of its first pass only)."""
     notes: list[str] = []
     for path in scripts:
         found, why = find_calls(path, texts.get(path, ""), tn.modules, tn.names, defined)
@@ -415,9 +416,7 @@ def _script_calls(
         calls: list[WorkloadCall] = []
         for sc in found:
             calls = _evaluated(sc, sc.sweeps, mode, Source.BENCHMARK_SCRIPT)
-            wrong = next((w for c in calls if layouts and (w := layouts(c))), "")
-            if wrong:
-                notes.append(f"{path}:{sc.line}: {wrong}")
+            if layouts and any(layouts(c) for c in calls):
                 calls = []
             if calls:
                 break  # the first call site of the script that evaluates is the workload
@@ -1175,12 +1174,15 @@ def from_models(cap: Captured, view: TreeView, mode: Mode) -> tuple[list[Workloa
     configs = [(ev, c) for ev, c in model_configs(view) if set(named) <= set(c)]
     if not configs:
         return [], f"no model configuration gives {', '.join(sorted(named))}"
-    configs.sort(key=lambda ec: ec[1]["hidden_size"])
-    unique = list({tuple(c[k] for k in sorted(named)): (ev, c) for ev, c in configs}.values())
+
     # smallest, median and largest by the sizes the launch takes (a vocabulary's, when it
     # takes that: Liger-Kernel #1267's "small" was a vocabulary of 102400 beside a "typical"
-    # 32000, the models ordered by hidden size)
-    unique.sort(key=lambda ec: tuple(ec[1][k] for k in sorted(named)))
+    # 32000, the models ordered by hidden size); of models alike in those, the widest
+    def taken(ec: tuple[str, dict[str, int]]) -> tuple[int, ...]:
+        return tuple(ec[1][k] for k in sorted(named))
+
+    configs.sort(key=lambda ec: (taken(ec), ec[1]["hidden_size"]))
+    unique = list({taken(ec): ec for ec in configs}.values())
     chosen = [unique[0], unique[len(unique) // 2], unique[-1]] if len(unique) >= 3 else unique
     calls, why = [], ""
     for lb, (ev, cfg) in zip(LABELS[-len(chosen) :], chosen, strict=True):
