@@ -490,6 +490,24 @@ class ScriptRun:
     output: bytes | None  # the output file's bytes; None when absent or not a regular file
     log: str
 
+    def last_words(self, width: int = 300) -> str:
+        """What the log says of how the run ended, in a line: for a crash the interpreter's
+        fatal error and its innermost Python frame (faulthandler's report ends in a list of
+        extension modules, a useless last line: #479's FLOP count, exit 139), else the last
+        line."""
+        fatal = _FATAL.search(self.log)
+        if fatal is not None:
+            frame = _FRAME.search(self.log, fatal.end())
+            where = f" in {frame[1]}, line {frame[2]}, {frame[3]}" if frame else ""
+            return f"{fatal[1].strip()}{where}"[:width]
+        return (self.log.strip().splitlines()[-1:] or ["no output"])[0][:width]
+
+
+# faulthandler's report of a crash: its first line, and the innermost frame of the thread that
+# crashed (the first listed after "most recent call first")
+_FATAL = re.compile(r"^(Fatal Python error: [^\n]*)", re.M)
+_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (\S+)', re.M)
+
 
 def read_back(path: Path, limit: int = 256 << 20) -> bytes | None:
     """A file the sandbox wrote, read without following a link and only when it is a regular
@@ -536,7 +554,7 @@ def run_script(
     t0 = time.perf_counter()
     timed_out = False
     with logfile.open("wb") as fh:
-        argv = [*prefix, python, str(script)]
+        argv = [*prefix, python, "-X", "faulthandler", str(script)]
         proc = spawn(argv, mounts, policy, env, timeout_s=timeout_s, stdout=fh)
         timed_out = wait_run(proc, timeout_s)
     wall = time.perf_counter() - t0

@@ -185,8 +185,7 @@ def _run_once(
         prefix=prefix,
     )
     if run.output is None:
-        tail = run.log.strip().splitlines()[-1:] or ["no output"]
-        why = "timed out" if run.timed_out else f"exit {run.exit_code}: {tail[0][:300]}"
+        why = "timed out" if run.timed_out else f"exit {run.exit_code}: {run.last_words()}"
         return {"error": why}, run
     try:
         return json.loads(run.output), run
@@ -393,8 +392,7 @@ def memcheck_verdict(run: ScriptRun, result: Mapping[str, Any], label: str) -> s
         return f"not run: timed out on {label}"
     summary = _SUMMARY.search(run.log)
     if summary is None:
-        tail = run.log.strip().splitlines()[-1:] or ["no output"]
-        return f"not run: no memcheck summary (exit {run.exit_code}: {tail[0][:200]})"
+        return f"not run: no memcheck summary (exit {run.exit_code}: {run.last_words(200)})"
     errors = int(summary.group(1))
     if errors:
         first = _FINDING.search(run.log)

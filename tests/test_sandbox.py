@@ -148,6 +148,24 @@ def test_run_script_reads_back_only_a_regular_file(tmp_path: Path) -> None:
     assert run_script(script, work, "out.bin", timeout_s=60).output == b"\x00result"
 
 
+def test_a_crashed_script_says_where_it_crashed(tmp_path: Path) -> None:
+    # #479's FLOP count died of a segmentation fault in Triton's interpreter and its error
+    # named only the log's last line, faulthandler's list of extension modules
+    work = tmp_path / "work"
+    work.mkdir()
+    script = work / "s.py"
+    script.write_text("import ctypes\n\ndef load(n):\n    ctypes.memset(1, 0, n)\n\nload(8)\n")
+    run = run_script(script, work, "out.bin", timeout_s=60, sandboxed=False)
+    assert run.exit_code not in (0, None) and run.output is None
+    words = run.last_words()
+    assert words.startswith("Fatal Python error: Segmentation fault")
+    assert "line 4, load" in words and "s.py" in words
+    script.write_text("raise SystemExit('bad input: x.json:3')\n")
+    assert run_script(script, work, "out.bin", timeout_s=60, sandboxed=False).last_words() == (
+        "bad input: x.json:3"
+    )
+
+
 def test_run_script_is_killed_at_the_timeout(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
