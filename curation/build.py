@@ -203,7 +203,9 @@ class TaskBuilder:
         old_paths = {k.file: k.old_file for k in task.kernels if k.old_file}
         tdir.write(TaskFile.SETUP_PATCH, setup_patch(gold, setup, base_files, old_paths))
         tests = self.repo.read_files(cand.commit, list(task.tests.files))
-        requires = detect({p: gold_files[p] for p in {t.file for t in targets}}, tests)
+        target_paths = {t.file for t in targets}
+        requires = detect({p: gold_files[p] for p in target_paths}, tests,
+                          {p: base_files[p] for p in target_paths if p in base_files})  # fmt: skip
         own = {p: tests[p] for p in task.tests.changed_in_pr if p in tests}
         modules = self.repo.read_files(cand.commit, modules_to_read(own, tree))
         lost, upstream = import_gaps(own, modules, setup, tree)

@@ -4,7 +4,10 @@ Reads: the gold bytes of the target files and of the selected test files. Writes
 Decides `Hardware`: the vendor (Ascend from `torch_npu` or an `ascend`/`npu` path, AMD from a
 `rocm`/`hip`/`amd` path, Intel from an `xpu`/`intel` path; NVIDIA otherwise), NVLink multicast
 (symmetric-memory multicast: `multimem` instructions, NVLS, `symm_mem` multicast pointers), and
-the number of GPUs (test modules that skip below N devices, or that spawn N processes). Each fact
+the number of GPUs (test modules that skip below N devices, or that spawn N processes), and the
+GPU generation newer than Hopper that the gold's change tests for (`arch`: a line the gold adds
+to a target file that names Blackwell, sm_100 and later, tcgen05 or a capability of 10 and up;
+Liger-Kernel #1267 picks its warps by it and leaves Hopper's as they were). Each fact
 keeps its evidence (`path:line: what`). A task whose hardware is not one NVIDIA GPU without
 multicast goes to its own configuration, out of the default one, and is never run where its
 needs cannot be met; the eval never turns multicast on.
@@ -35,15 +38,38 @@ _MODULE_SKIP = re.compile(
     re.M,
 )
 _SPAWN = re.compile(r"nproc_per_node\s*=\s*(\d+)|torch\.multiprocessing\.spawn\(")
+# a test for a Blackwell GPU (compute capability 10 and up) in Python or in a kernel's asm
+_BLACKWELL = re.compile(
+    r"blackwell|\bsm_?1[0-2]\d\b|SM1[0-2]\d\b|tcgen05"
+    r"|capability\([^)]*\)\s*(?:\[0\]\s*)?>=?\s*\(?\s*1[0-2]\b|\bmajor\s*>=?\s*1[0-2]\b",
+    re.I,
+)
 
 
 def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def detect(target_files: Mapping[str, bytes], test_files: Mapping[str, bytes]) -> Hardware:
+def _arch(target_files: Mapping[str, bytes], base_files: Mapping[str, bytes]) -> str | None:
+    """Evidence that the gold's change tests for a Blackwell GPU: the first line it adds to a
+    target file (absent from that file at the base) that names one; None when none does."""
+    for path, data in target_files.items():
+        before = set(base_files.get(path, b"").decode("utf-8", "replace").splitlines())
+        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            m = _BLACKWELL.search(line)
+            if m and line not in before and not line.lstrip().startswith("#"):
+                return f"{path}:{n}: the gold's change tests for a Blackwell GPU ({m.group(0)})"
+    return None
+
+
+def detect(
+    target_files: Mapping[str, bytes],
+    test_files: Mapping[str, bytes],
+    base_files: Mapping[str, bytes] | None = None,
+) -> Hardware:
     """The hardware the task needs, with evidence (files read in path order: the record is the
-    same whatever order the caller's mappings have)."""
+    same whatever order the caller's mappings have). `base_files`: the target files at the
+    base commit, to tell the lines the gold adds (without them no `arch` is read)."""
     target_files = dict(sorted(target_files.items()))
     test_files = dict(sorted(test_files.items()))
     evidence: list[str] = []
@@ -92,4 +118,8 @@ def detect(target_files: Mapping[str, bytes], test_files: Mapping[str, bytes]) -
             if gpus < n <= 64:
                 gpus = n
                 evidence.append(f"{path}:{_line(text, m.start())}: spawns {n} processes")
-    return Hardware(gpus=gpus, nvlink_multicast=multicast, vendor=vendor, evidence=tuple(evidence))
+    gate = _arch(target_files, base_files) if base_files is not None else None
+    if gate:
+        evidence.append(gate)
+    return Hardware(gpus=gpus, nvlink_multicast=multicast, vendor=vendor,
+                    evidence=tuple(evidence), arch="blackwell" if gate else "")  # fmt: skip

@@ -100,12 +100,15 @@ class Vendor(StrEnum):
 @dataclass(frozen=True)
 class Hardware:
     """What a task's tests need; the default configuration holds one NVIDIA GPU without
-    NVLink multicast. `evidence` says which file and line decided each fact."""
+    NVLink multicast. `arch`: a GPU generation newer than the reference machine's (Hopper)
+    that the gold's change tests for ("blackwell"): its tests run anywhere, but its gain may
+    show only there. `evidence` says which file and line decided each fact."""
 
     gpus: int = 1
     nvlink_multicast: bool = False
     vendor: Vendor = Vendor.NVIDIA
     evidence: tuple[str, ...] = ()
+    arch: str = ""
 
     @property
     def single_nvidia_gpu(self) -> bool:

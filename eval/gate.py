@@ -48,6 +48,7 @@ PINS_DIFFER = "installed package version differs from the task's pins"
 HOST_REJECTS = "the framework does not import with the installed"
 SELECTION_FAILED = "the selection run failed"
 NO_FAIL_TO_PASS = "no test fails at the setup state and passes with the gold"
+NOT_FASTER = "gold not faster enough on the workload"
 SETUP_UNRUNNABLE = "the setup state fails before its tests run (infra), not in them"
 NO_LAUNCH = "no test launches a target kernel"
 # a selection run that failed to compile on another Triton than the task's environment pins
@@ -77,6 +78,8 @@ _NOT_INSTALLED = re.compile(
 _SITE_FRAME = re.compile(r"site-packages/([A-Za-z_]\w*)/[^\n:]*:\d+: in \w+")
 _ERROR_LINE = re.compile(r"^E\s+(\w+(?:Error|Exception)\b.*)$", re.M)
 # a test's own skip for want of devices: "At least 2 GPUs required", "requires 4 GPUs"
+# a Blackwell GPU's name (B200, GB200, B300, RTX 5090, RTX PRO 6000 Blackwell)
+_BLACKWELL_GPU = re.compile(r"blackwell|\bG?B[123]\d\d\b|RTX 50\d0", re.I)
 _FEW_GPUS = re.compile(r"(?:at least|requires?|needs?)\s+(\d+)\s+(?:GPUs|CUDA devices|devices)\b",
                        re.I)  # fmt: skip
 
@@ -93,6 +96,35 @@ def hardware_gap(
     if gpus_here is not None and needs.gpus > gpus_here:
         return f"needs {needs.gpus} GPUs ({gpus_here} here)"
     return None
+
+
+def arch_gap(needs: Hardware, gpu: str) -> str | None:
+    """Why the GPU named `gpu` cannot show the gain of a gold whose change tests for a newer
+    GPU generation (`Hardware.arch`, read by curation from the lines the gold adds); None when
+    it can, or when the change tests for none."""
+    if needs.arch != "blackwell" or _BLACKWELL_GPU.search(gpu):
+        return None
+    where = next((e.split(": ", 1)[0] for e in needs.evidence if "Blackwell" in e), "?")
+    return (
+        f"the gold's change tests for a Blackwell GPU ({where}) and this GPU ({gpu}) is not "
+        f"one: its gain may show only there"
+    )
+
+
+def optimization_verdict(
+    task: Task, workload: WorkloadResult, gpu: str
+) -> tuple[VerificationStatus, str]:
+    """An optimization's status by its workload on the GPU named `gpu`: verified when the
+    workload shows the gold's gain (`workload_verdict`); out of scope when it shows none and
+    the gold's change tests for a GPU generation this one is not (Liger-Kernel #1267 on an
+    H100: 1.00x, its warps chosen anew only on Blackwell); unverified otherwise."""
+    ok, why = workload_verdict(workload, [k.name for k in task.kernels])
+    if ok:
+        return VerificationStatus.VERIFIED, why
+    gap = arch_gap(task.requires, gpu) if why.startswith(NOT_FASTER) else None
+    if gap:
+        return VerificationStatus.OUT_OF_SCOPE, f"{why}; {gap}"
+    return VerificationStatus.UNVERIFIED, why
 
 
 def gpus_wanted(selection: RunResult | None) -> tuple[int, str] | None:
@@ -281,7 +313,7 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
     if gold * 1e3 < MIN_GOLD_US:
         return False, f"workload too small: {measured} (the gold needs >= {MIN_GOLD_US:.0f} us)"
     if ratio < MIN_SPEEDUP:
-        return False, f"gold not faster enough on the workload: {measured} (needs {MIN_SPEEDUP}x)"
+        return False, f"{NOT_FASTER}: {measured} (needs {MIN_SPEEDUP}x)"
     if not totals_separated(result.calls):
         return False, f"workload spreads overlap: {measured} (gold p75 >= base p25 in total)"
     slower = [
@@ -478,9 +510,8 @@ def decide(
         if workload is None:
             why = "optimization: no workload measured yet (the gold must be faster on a workload)"
             return verdict(VerificationStatus.UNVERIFIED, why), *lists
-        ok, why = workload_verdict(workload, [k.name for k in task.kernels])
+        status, why = optimization_verdict(task, workload, env.gpu)
         why = f"{len(p2p) + len(f2p)} tests pass with the gold; {why}"
-        status = VerificationStatus.VERIFIED if ok else VerificationStatus.UNVERIFIED
         return verdict(status, why), *lists
     if not f2p:
         why = f"{task.task_type.type}: {NO_FAIL_TO_PASS}"

@@ -310,16 +310,20 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     """The gate's verdict with the new workload: rejudged with the task's reference runs, or,
     before its tests have had any, unverified with the measured ratio as the reason."""
     from curation.model import Verification, VerificationStatus
-    from eval.gate import retype, workload_verdict
+    from eval.gate import optimization_verdict, retype
     from eval.model import Reference
     from eval.reference import pinned_triton, rejudge
 
     ref = tdir.load(TaskFile.REFERENCE, Reference)
     if ref is None or not ref.node_ids:
-        ok, why = workload_verdict(result, [k.name for k in task.kernels])
+        gpu = result.environment.split(";", 1)[0]
+        status, why = optimization_verdict(task, result, gpu)
+        ok = status is VerificationStatus.VERIFIED
         reason = f"{why}; its tests have no reference run yet" if ok else why
-        tdir.record_verification(Verification(VerificationStatus.UNVERIFIED, reason,
-                                              result.measured_at, result.environment))  # fmt: skip
+        if ok:  # verified only with its tests' reference runs
+            status = VerificationStatus.UNVERIFIED
+        tdir.record_verification(Verification(status, reason, result.measured_at,
+                                              result.environment))  # fmt: skip
         return f"; workload {'passes' if ok else 'fails'} the gate ({why}); no reference run"
     new, verdict = rejudge(task, ref, result, pinned_triton(tdir))
     tdir.store(TaskFile.REFERENCE, new)

@@ -172,6 +172,30 @@ def test_stub_keeps_an_assigned_kernels_assignment() -> None:
     assert out.endswith("k = triton.jit(_k)")
 
 
+def test_a_gold_that_tests_for_a_blackwell_gpu_says_so() -> None:
+    """Liger-Kernel #1267 (on an H100: base 5.346 vs gold 5.343 ms) chose its warps anew only
+    when `infer_device_arch()` starts with "blackwell": what the gold adds says where its gain
+    can show; a comment, or a test the base had already, says nothing of the change."""
+    base = b"def launch(x):\n    warps = 32\n    k[(1,)](x, num_warps=warps)\n"
+    gold = (
+        b"def launch(x):\n    # Blackwell (sm_100) wants 8 warps for bf16\n"
+        b"    fast = infer_device_arch().startswith('blackwell')\n"
+        b"    warps = 8 if fast else 32\n    k[(1,)](x, num_warps=warps)\n"
+    )
+    hw = detect({"pkg/ce.py": gold}, {}, {"pkg/ce.py": base})
+    assert hw.arch == "blackwell" and hw.single_nvidia_gpu  # its tests run on any NVIDIA GPU
+    assert hw.evidence == ("pkg/ce.py:3: the gold's change tests for a Blackwell GPU (blackwell)",)
+    assert detect({"pkg/ce.py": gold}, {}, {"pkg/ce.py": gold}).arch == ""  # not the change's
+    assert detect({"pkg/ce.py": gold}, {}).arch == ""  # without the base nothing is read
+    comment = b"def launch(x):\n    # tuned on B200 (sm_100)\n    warps = 32\n"
+    assert detect({"pkg/ce.py": comment}, {}, {"pkg/ce.py": base}).arch == ""
+    for line in (b"if torch.cuda.get_device_capability()[0] >= 10:", b"if IS_NVIDIA_SM100:",
+                 b"    tcgen05_mma(a, b, acc)", b"if major >= 10:"):  # fmt: skip
+        assert detect({"k.py": line + b"\n"}, {}, {"k.py": b""}).arch == "blackwell", line
+    for line in (b"if check_shared_mem('hopper'):", b"if major >= 9:", b"BT = 100"):
+        assert detect({"k.py": line + b"\n"}, {}, {"k.py": b""}).arch == "", line
+
+
 def test_hardware_from_code_and_tests() -> None:
     plain = {"pkg/ops/add.py": ADD_KERNEL.encode()}
     assert detect(plain, {}).single_nvidia_gpu
