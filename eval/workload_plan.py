@@ -379,9 +379,31 @@ def _registry_calls(
     return [], notes
 
 
+def runs_backward(sc: ScriptCall) -> bool:
+    """Whether the script or test around the call runs a backward pass (`.backward(`,
+    `autograd.grad(`) in its function or in a module-level helper it calls (another test of
+    the module, that does, says nothing of this one): code that never does times
+    and checks the forward (flash-linear-attention #d0b67c5e63's `test_chunk` makes its
+    inputs require gradients and calls `chunk_iplr_delta_rule` forward only; that op had no
+    backward at the commit, so a plan that ran one failed)."""
+    called = {n.func.id for n in ast.walk(sc.function)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}  # fmt: skip
+    helpers = [f for name, f in sc.helpers.items() if name in called and f is not sc.function]
+    for fn in (sc.function, *helpers):
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+                if name == "backward" or (name == "grad" and "autograd" in ast.unparse(node)):
+                    return True
+    return False
+
+
 def _evaluated(sc: ScriptCall, points: Iterable[Mapping[str, Any]], mode: Mode,
                source: Source) -> list[WorkloadCall]:  # fmt: skip
-    """The call site at each point where it evaluates to tensors and values."""
+    """The call site at each point where it evaluates to tensors and values, timed in `mode`,
+    or forward only where the code around the call runs no backward (`runs_backward`)."""
+    if mode is not Mode.FORWARD and not runs_backward(sc):
+        mode = Mode.FORWARD
     calls: list[WorkloadCall] = []
     for point in points:
         try:

@@ -334,8 +334,16 @@ def _moved(call: WorkloadCall, gold_out: Mapping[str, Any] | None) -> int:
 
 
 def warm_cache(settings: MeasureSettings, scratch: Path, variant: Variant) -> Path:
-    """A variant's Triton cache for warm (kernel_time) rounds: the caller's, else the scratch's."""
-    return (settings.triton_cache or scratch / "triton-cache") / str(variant)
+    """A variant's Triton cache for warm (kernel_time) rounds, under the caller's cache, else
+    the scratch's: base and gold share `trusted` (as the tests' reference runs of a task do),
+    so the gold's first process compiles and autotunes only the kernels the PR changed
+    (flash-linear-attention #643 on an H100, 2026-12-07, two caches: base 128 s, gold 139 s
+    cold, seven of the op's eight kernels the same; Triton keys kernels and autotuning by
+    their source and dependencies). A prediction's are its own: it never writes where a
+    trusted run reads."""
+    trusted = variant is not Variant.PREDICTION
+    return (settings.triton_cache or scratch / "triton-cache") / ("trusted" if trusted else
+                                                                   str(variant))  # fmt: skip
 
 
 def _nth(rows: list[dict[str, Any] | None] | None, i: int) -> dict[str, Any] | None:

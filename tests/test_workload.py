@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from curation.model import TaskType, TypeDecision, VerificationStatus
+from curation.model import Hardware, TaskType, TypeDecision, VerificationStatus
 from curation.taskdir import TaskFile, task_dirs
 from eval.gate import decide, workload_verdict
 from eval.model import Environment, FailureClass, RunResult, TestOutcome, Variant
@@ -621,6 +621,60 @@ def test_rows(T, D):
     # D=300 moves the most bytes, but a model's width is round: D=256; T=100 is the token
     # dimension, which scales, so its oddness does not count
     assert calls[0].dims["D"] == 256 and calls[0].dims["T"] % 100 == 0, note
+
+
+def test_a_test_that_runs_no_backward_is_timed_forward_only() -> None:
+    """flash-linear-attention #d0b67c5e63: its `test_chunk` makes the inputs require
+    gradients and calls `chunk_iplr_delta_rule` forward only (that op had no backward at the
+    commit); the PR changes backward kernels too, and a full plan failed on the CPU count:
+    "Backward pass ... is not implemented yet". A test, or a helper it calls, that runs one
+    keeps the task's mode; another test of the module that does says nothing."""
+    from eval.workload_plan import scaled_test_calls
+    from eval.workload_scripts import find_calls
+
+    test = """import pytest
+import torch
+from pkg.ops.rowscale import rowscale
+
+
+def check(x, w):
+    rowscale(x, w).sum().backward()
+
+
+@pytest.mark.parametrize("T", [64])
+def test_fwd(T):
+    x = torch.randn(T, 256).requires_grad_()
+    y = rowscale(x, torch.randn(256))
+
+
+@pytest.mark.parametrize("T", [64])
+def test_bwd(T):
+    x = torch.randn(T, 256).requires_grad_()
+    y = rowscale(x, torch.randn(256))
+    y.backward(torch.ones_like(y))
+
+
+@pytest.mark.parametrize("T", [64])
+def test_helper(T):
+    x = torch.randn(T, 256).requires_grad_()
+    y = rowscale(x, torch.randn(256))
+    check(x, torch.randn(256))
+
+
+@pytest.mark.parametrize("T", [64])
+def test_grad(T):
+    x = torch.randn(T, 256).requires_grad_()
+    y = rowscale(x, torch.randn(256))
+    (dx,) = torch.autograd.grad(y.sum(), [x])
+"""
+    found, _ = find_calls("tests/t.py", test, {"pkg.ops.rowscale"}, set(), test=True)
+    modes = {}
+    for sc in found:
+        calls, note = scaled_test_calls(sc, Mode.FULL)
+        assert calls, note
+        modes[sc.function.name] = calls[0].mode
+    assert modes == {"test_fwd": Mode.FORWARD, "test_bwd": Mode.FULL,
+                     "test_helper": Mode.FULL, "test_grad": Mode.FULL}  # fmt: skip
 
 
 MODULE_TEST = """import pytest
@@ -1560,6 +1614,39 @@ def test_decide_uses_the_workload_for_optimization_tasks(tmp_path: Path) -> None
     assert slow.status is VerificationStatus.UNVERIFIED and "1.03x" in slow.reason
 
 
+def test_an_optimization_for_a_newer_gpu_that_shows_no_gain_here_is_out_of_scope(
+    tmp_path: Path,
+) -> None:
+    """Liger-Kernel #1267 on an H100 (call 70, 2026-12-07): 1.00x, its gold changes the warps
+    only on Blackwell. That is no measured failure of the PR: out of scope here, with both
+    the ratio and the line that says why; a gain, or a Blackwell GPU, judges it as any."""
+    from eval.gate import optimization_verdict
+    from eval.workload_cli import _record_verdict
+
+    _, _, tdir = _task_repo(tmp_path, {})
+    task = tdir.load_task()
+    gated = replace(task, requires=Hardware(evidence=("pkg/ce.py:3: the gold's change tests "
+                                                      "for a Blackwell GPU (blackwell)",),
+                                            arch="blackwell"))  # fmt: skip
+    h100 = "NVIDIA H100 80GB HBM3"
+    status, why = optimization_verdict(gated, _result(1.0, 0.999), h100)
+    assert status is VerificationStatus.OUT_OF_SCOPE
+    assert why.startswith("gold not faster enough on the workload: gold 1.998 vs base 2 ms")
+    assert why.endswith(f"tests for a Blackwell GPU (pkg/ce.py:3) and this GPU ({h100}) is not "
+                        "one: its gain may show only there")  # fmt: skip
+    assert optimization_verdict(gated, _result(1.0, 0.999), "NVIDIA B200")[0] is (
+        VerificationStatus.UNVERIFIED
+    )
+    assert optimization_verdict(task, _result(1.0, 0.999), h100)[0] is (
+        VerificationStatus.UNVERIFIED
+    )
+    assert optimization_verdict(gated, _result(1.0, 0.5), h100)[0] is VerificationStatus.VERIFIED
+    noisy = optimization_verdict(gated, _result(1.0, 0.85, spread=0.15), h100)
+    assert noisy[0] is VerificationStatus.UNVERIFIED  # a gain it cannot trust is no such sign
+    _record_verdict(tdir, gated, replace(_result(1.0, 0.999), environment=f"{h100}; torch 2.11"))
+    assert tdir.load_task().verification.status is VerificationStatus.OUT_OF_SCOPE
+
+
 def test_a_workload_measured_before_any_reference_run_is_the_reason_of_the_verdict(
     tmp_path: Path,
 ) -> None:
@@ -1747,10 +1834,12 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
     settings = MeasureSettings(rounds=2, cpu_ok=True, trusted_unsandboxed=True, timeout_s=300)
     store = SourceStore(GitRepo(repo.path))
     saves: list[tuple[str, bool]] = []
+    caches: dict[str, set[Path]] = {}
     original = workload_run._run_once
 
     def run_once(tree, workload, settings, trusted, cache, save=True):  # type: ignore[no-untyped-def]
         saves.append((tree.name, save))
+        caches.setdefault(tree.name, set()).add(cache)
         return original(tree, workload, settings, trusted, cache, save)
 
     monkeypatch.setattr(workload_run, "_run_once", run_once)
@@ -1758,6 +1847,12 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
     result = measure_task(task, tdir, store, tmp_path / "scratch", settings, environment=gpu)
     # only a variant's first process writes its outputs (gigabytes at realistic sizes)
     assert [save for _, save in saves] == [True, True, False, False]
+    # base and gold compile and autotune into one trusted cache: the gold's first process
+    # reuses what the base's made of the kernels the PR left alone (#643: 7 of 8); a
+    # prediction's cache is apart from it
+    (cache,) = caches["base"]
+    assert caches["gold"] == {cache} and cache.name == "trusted"
+    assert workload_run.warm_cache(settings, cache.parents[1], Variant.PREDICTION) != cache
     assert [c.error for c in result.calls] == ["", ""]
     for c in result.calls:
         assert c.base is not None and c.gold is not None and c.base.reps >= 6
