@@ -398,6 +398,16 @@ def runs_backward(sc: ScriptCall) -> bool:
     return False
 
 
+def backward_unreached(sc: ScriptCall, mode: Mode) -> str | None:
+    """Why a call site cannot reach a PR that changes only backward kernels: the code around
+    it runs no backward (`runs_backward`); None when it can. The search goes on to the next
+    call site (flash-linear-attention #315's forward-only test was a fallback for its forward
+    kernel; a PR of backward kernels alone would have timed none of them)."""
+    if mode is Mode.BACKWARD and not runs_backward(sc):
+        return f"{sc.path}:{sc.line}: runs no backward (the PR changes only backward kernels)"
+    return None
+
+
 def _evaluated(sc: ScriptCall, points: Iterable[Mapping[str, Any]], mode: Mode,
                source: Source) -> list[WorkloadCall]:  # fmt: skip
     """The call site at each point where it evaluates to tensors and values, timed in `mode`,
@@ -437,6 +447,9 @@ def _script_calls(
             notes.append(why)
         calls: list[WorkloadCall] = []
         for sc in found:
+            if unreached := backward_unreached(sc, mode):
+                notes.append(unreached)
+                continue
             calls = _evaluated(sc, sc.sweeps, mode, Source.BENCHMARK_SCRIPT)
             if layouts and any(layouts(c) for c in calls):
                 calls = []
@@ -603,6 +616,8 @@ def scaled_test_calls(
     (`model_widths`, when the call evaluates so), its token dimension (`TOKEN_DIMS`)
     multiplied by the smallest power of two whose estimate reaches `MIN_GOLD_US` (small), and
     4x and 16x that (typical, large), or at each of `steps` times it; or why not."""
+    if unreached := backward_unreached(sc, mode):
+        return [], unreached
     cases = [(p, c) for p in sc.sweeps for c in _evaluated(sc, [p], mode, Source.TEST_CALL)]
     if not cases:
         return [], f"{sc.path}:{sc.line}: its call of {sc.imported} could not be evaluated" + (

@@ -675,6 +675,12 @@ def test_grad(T):
         modes[sc.function.name] = calls[0].mode
     assert modes == {"test_fwd": Mode.FORWARD, "test_bwd": Mode.FULL,
                      "test_helper": Mode.FULL, "test_grad": Mode.FULL}  # fmt: skip
+    # a PR of backward kernels alone: a forward-only test cannot reach them, and the search
+    # goes on to the next (#315's forward-only fallback would have timed none of them)
+    fwd, bwd = (sc for sc in found if sc.function.name in ("test_fwd", "test_bwd"))
+    calls, note = scaled_test_calls(fwd, Mode.BACKWARD)
+    assert calls == [] and note.endswith("runs no backward (the PR changes only backward kernels)")
+    assert scaled_test_calls(bwd, Mode.BACKWARD)[0][0].mode is Mode.BACKWARD
 
 
 MODULE_TEST = """import pytest
