@@ -15,7 +15,9 @@ needs cannot be met; the eval never turns multicast on.
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Mapping
 
 from curation.model import Hardware, Vendor
@@ -50,15 +52,47 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
+def _statement_lines(text: str) -> set[int] | None:
+    """The lines of `text` that hold code other than imports, docstrings and comments (by
+    Python's tokenizer: a logical line that starts with `import`, `from` or a string literal
+    is left out whole); None when the text does not tokenize."""
+    lines: set[int] = set()
+    first: tokenize.TokenInfo | None = None
+    skipped = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+               tokenize.ENCODING, tokenize.ENDMARKER)  # fmt: skip
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NEWLINE:
+                first = None
+                continue
+            if tok.type in skipped:
+                continue
+            first = first or tok
+            if first.type == tokenize.STRING or first.string in ("import", "from"):
+                continue
+            lines.update(range(tok.start[0], tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return lines
+
+
 def _arch(target_files: Mapping[str, bytes], base_files: Mapping[str, bytes]) -> str | None:
-    """Evidence that the gold's change tests for a Blackwell GPU: the first line it adds to a
-    target file (absent from that file at the base) that names one; None when none does."""
+    """Evidence that the gold's change tests for a Blackwell GPU: the first line of code it
+    adds to a target file (absent from that file at the base) that names one; an import, a
+    docstring or a comment is no test (flash-linear-attention #953 imports
+    `IS_NVIDIA_BLACKWELL` in a parenthesized list and tests it further down). None when
+    none does."""
     for path, data in target_files.items():
+        text = data.decode("utf-8", "replace")
         before = set(base_files.get(path, b"").decode("utf-8", "replace").splitlines())
-        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        code = _statement_lines(text)
+        for n, line in enumerate(text.splitlines(), 1):
             m = _BLACKWELL.search(line)
-            if m and line not in before and not line.lstrip().startswith("#"):
-                return f"{path}:{n}: the gold's change tests for a Blackwell GPU ({m.group(0)})"
+            if not m or line in before or (code is not None and n not in code):
+                continue
+            if code is None and line.lstrip().startswith(("#", "import ", "from ")):
+                continue
+            return f"{path}:{n}: the gold's change tests for a Blackwell GPU ({m.group(0)})"
     return None
 
 

@@ -189,6 +189,18 @@ def test_a_gold_that_tests_for_a_blackwell_gpu_says_so() -> None:
     assert detect({"pkg/ce.py": gold}, {}).arch == ""  # without the base nothing is read
     comment = b"def launch(x):\n    # tuned on B200 (sm_100)\n    warps = 32\n"
     assert detect({"pkg/ce.py": comment}, {}, {"pkg/ce.py": base}).arch == ""
+    # flash-linear-attention #1000 imports IS_NVIDIA_BLACKWELL at line 15 and tests it later:
+    # the evidence is the test
+    used = b"from pkg.utils import IS_NVIDIA_BLACKWELL\n\nSTAGES = [4] if IS_NVIDIA_BLACKWELL else [2]\n"  # noqa: E501
+    hw = detect({"k.py": used}, {}, {"k.py": b""})
+    assert hw.arch == "blackwell" and hw.evidence[0].startswith("k.py:3: ")
+    assert detect({"k.py": used.split(b"\n\n")[0]}, {}, {"k.py": b""}).arch == ""
+    # #953's import is a parenthesized list; Liger-Kernel #1271's first mention a docstring
+    listed = (b"from pkg.utils import (\n    IS_NVIDIA_BLACKWELL,\n)\n\n\ndef f(x):\n"
+              b'    """Use the Blackwell path only for wide rows."""\n'
+              b"    return 8 if IS_NVIDIA_BLACKWELL else 4\n")  # fmt: skip
+    hw = detect({"k.py": listed}, {}, {"k.py": b""})
+    assert hw.evidence[0].startswith("k.py:8: ")
     for line in (b"if torch.cuda.get_device_capability()[0] >= 10:", b"if IS_NVIDIA_SM100:",
                  b"    tcgen05_mma(a, b, acc)", b"if major >= 10:"):  # fmt: skip
         assert detect({"k.py": line + b"\n"}, {}, {"k.py": b""}).arch == "blackwell", line
