@@ -5,7 +5,9 @@
 #      flash-linear-attention run compiles cold, up to 300 s), at most REF seconds;
 #   2. then, on a quiet GPU, the workloads of wl.txt in order until END; resumable, a cut one
 #      is timed again by the next call.
-# Usage: [CARRY=.carry/t] [COUNT=SECONDS] call33.sh [END seconds, default 520] [REF seconds, default 270]
+# Usage: [CARRY=.carry/t] [COUNT=SECONDS] [WL_TIMEOUT=SECONDS] call33.sh [END seconds, default 520] [REF seconds, default 270]
+# (WL_TIMEOUT, 2026-12-07: a workload process's limit, default 150 s; flash-linear-attention
+# #733's cold `chunk_gla` forward and backward at three sizes took longer, calls 71)
 # (a carry with control.txt times those tasks' setup state beside base and gold first)
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
@@ -43,7 +45,7 @@ if [ -n "${COUNT:-}" ] && [ -s $C/wl.txt ]; then
   echo "flops rc $? after $(( $(date +%s) - S )) s" >> $O/flops.log
 fi
 L=$(left); [ -s $C/wl.txt ] && [ $L -gt 100 ] && timeout -k 30 -s INT $(( L - 15 )) python3 -m eval workload --tasks $T \
-  --task-file $C/wl.txt $R --wheelhouse $C/wh --rounds 2 --memcheck --timeout 150 --deadline $(( L - 120 )) \
+  --task-file $C/wl.txt $R --wheelhouse $C/wh --rounds 2 --memcheck --timeout ${WL_TIMEOUT:-150} --deadline $(( L - 120 )) \
   --scratch /tmp/sw --triton-cache /tmp/tw --out /tmp/ws > $O/wl.log 2>&1
 echo "workloads rc $? after $(( $(date +%s) - S )) s" >> $O/wl.log
 # a fresh pack: a warm machine keeps /tmp, and call 58 returned call 57's logs and scores again
