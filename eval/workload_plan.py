@@ -446,9 +446,10 @@ def _script_calls(
         if why:
             notes.append(why)
         calls: list[WorkloadCall] = []
+        unreached = [u for sc in found if (u := backward_unreached(sc, mode))]
+        notes += unreached
         for sc in found:
-            if unreached := backward_unreached(sc, mode):
-                notes.append(unreached)
+            if backward_unreached(sc, mode):
                 continue
             calls = _evaluated(sc, sc.sweeps, mode, Source.BENCHMARK_SCRIPT)
             if layouts and any(layouts(c) for c in calls):
@@ -457,7 +458,7 @@ def _script_calls(
                 break  # the first call site of the script that evaluates is the workload
         if calls:
             return list(pick_sizes(calls)), [*notes, f"{path}: {len(calls)} sweep points"]
-        if found and not why:
+        if len(found) > len(unreached) and not why:
             notes.append(f"{path}: its call of {found[0].imported} could not be evaluated")
     return [], notes
 

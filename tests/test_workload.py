@@ -197,6 +197,20 @@ def test_workload_from_a_liger_style_benchmark_script(tmp_path: Path) -> None:
     assert plan.metric is Metric.KERNEL_TIME
 
 
+def test_a_forward_benchmark_is_no_workload_of_a_backward_only_pr(tmp_path: Path) -> None:
+    """A benchmark that times only the forward cannot reach a PR of backward kernels alone:
+    its call site is passed over and the notes say why, and only why."""
+    from eval.workload_plan import from_benchmarks
+
+    repo, _, tdir = _task_repo(tmp_path, {"benchmark/scripts/benchmark_rowscale.py": LIGER_STYLE})
+    task = tdir.load_task()
+    view = _view(repo, task.base_commit)
+    calls, note = from_benchmarks(task, view, Mode.BACKWARD)
+    assert calls == [] and "runs no backward (the PR changes only backward kernels)" in note
+    assert "could not be evaluated" not in note
+    assert from_benchmarks(task, view, Mode.FORWARD)[0]  # the same script, for a forward PR
+
+
 def test_workload_from_a_triton_perf_report_benchmark(tmp_path: Path) -> None:
     repo, _, tdir = _task_repo(tmp_path, {"benchmarks/ops/benchmark_rowscale.py": FLA_STYLE})
     task = tdir.load_task()
