@@ -446,11 +446,13 @@ def _script_calls(
         if why:
             notes.append(why)
         calls: list[WorkloadCall] = []
-        unreached = [u for sc in found if (u := backward_unreached(sc, mode))]
-        notes += unreached
+        reached: list[ScriptCall] = []
         for sc in found:
-            if backward_unreached(sc, mode):
-                continue
+            if unreached := backward_unreached(sc, mode):
+                notes.append(unreached)
+            else:
+                reached.append(sc)
+        for sc in reached:
             calls = _evaluated(sc, sc.sweeps, mode, Source.BENCHMARK_SCRIPT)
             if layouts and any(layouts(c) for c in calls):
                 calls = []
@@ -458,8 +460,8 @@ def _script_calls(
                 break  # the first call site of the script that evaluates is the workload
         if calls:
             return list(pick_sizes(calls)), [*notes, f"{path}: {len(calls)} sweep points"]
-        if len(found) > len(unreached) and not why:
-            notes.append(f"{path}: its call of {found[0].imported} could not be evaluated")
+        if reached and not why:
+            notes.append(f"{path}: its call of {reached[0].imported} could not be evaluated")
     return [], notes
 
 
