@@ -398,22 +398,23 @@ def runs_backward(sc: ScriptCall) -> bool:
     return False
 
 
-def backward_unreached(sc: ScriptCall, mode: Mode) -> str | None:
-    """Why a call site cannot reach a PR that changes only backward kernels: the code around
-    it runs no backward (`runs_backward`); None when it can. The search goes on to the next
-    call site (flash-linear-attention #315's forward-only test was a fallback for its forward
-    kernel; a PR of backward kernels alone would have timed none of them)."""
-    if mode is Mode.BACKWARD and not runs_backward(sc):
-        return f"{sc.path}:{sc.line}: runs no backward (the PR changes only backward kernels)"
-    return None
+def call_mode(sc: ScriptCall, mode: Mode) -> tuple[Mode, str]:
+    """What the call site times of the task's `mode`, and why it cannot reach the PR ("" when
+    it can): where the code around it runs no backward (`runs_backward`) the forward only,
+    and a PR that changes only backward kernels is out of its reach: the search goes on to
+    the next call site (flash-linear-attention #315's forward-only test was a fallback for its
+    forward kernel; a PR of backward kernels alone would have timed none of them)."""
+    if mode is Mode.FORWARD or runs_backward(sc):
+        return mode, ""
+    if mode is Mode.BACKWARD:
+        return mode, f"{sc.path}:{sc.line}: runs no backward (the PR changes only backward kernels)"
+    return Mode.FORWARD, ""
 
 
 def _evaluated(sc: ScriptCall, points: Iterable[Mapping[str, Any]], mode: Mode,
                source: Source) -> list[WorkloadCall]:  # fmt: skip
-    """The call site at each point where it evaluates to tensors and values, timed in `mode`,
-    or forward only where the code around the call runs no backward (`runs_backward`)."""
-    if mode is not Mode.FORWARD and not runs_backward(sc):
-        mode = Mode.FORWARD
+    """The call site at each point where it evaluates to tensors and values, timed in `mode`
+    (the call site's: `call_mode`)."""
     calls: list[WorkloadCall] = []
     for point in points:
         try:
@@ -446,14 +447,15 @@ def _script_calls(
         if why:
             notes.append(why)
         calls: list[WorkloadCall] = []
-        reached: list[ScriptCall] = []
+        reached: list[tuple[ScriptCall, Mode]] = []
         for sc in found:
-            if unreached := backward_unreached(sc, mode):
+            sc_mode, unreached = call_mode(sc, mode)
+            if unreached:
                 notes.append(unreached)
             else:
-                reached.append(sc)
-        for sc in reached:
-            calls = _evaluated(sc, sc.sweeps, mode, Source.BENCHMARK_SCRIPT)
+                reached.append((sc, sc_mode))
+        for sc, sc_mode in reached:
+            calls = _evaluated(sc, sc.sweeps, sc_mode, Source.BENCHMARK_SCRIPT)
             if layouts and any(layouts(c) for c in calls):
                 calls = []
             if calls:
@@ -461,7 +463,7 @@ def _script_calls(
         if calls:
             return list(pick_sizes(calls)), [*notes, f"{path}: {len(calls)} sweep points"]
         if reached and not why:
-            notes.append(f"{path}: its call of {reached[0].imported} could not be evaluated")
+            notes.append(f"{path}: its call of {reached[0][0].imported} could not be evaluated")
     return [], notes
 
 
@@ -619,7 +621,8 @@ def scaled_test_calls(
     (`model_widths`, when the call evaluates so), its token dimension (`TOKEN_DIMS`)
     multiplied by the smallest power of two whose estimate reaches `MIN_GOLD_US` (small), and
     4x and 16x that (typical, large), or at each of `steps` times it; or why not."""
-    if unreached := backward_unreached(sc, mode):
+    mode, unreached = call_mode(sc, mode)
+    if unreached:
         return [], unreached
     cases = [(p, c) for p in sc.sweeps for c in _evaluated(sc, [p], mode, Source.TEST_CALL)]
     if not cases:
