@@ -40,7 +40,9 @@ _MODULE_SKIP = re.compile(
     re.M,
 )
 _SPAWN = re.compile(r"nproc_per_node\s*=\s*(\d+)|torch\.multiprocessing\.spawn\(")
-# a test for a Blackwell GPU (compute capability 10 and up) in Python or in a kernel's asm
+# a test for a Blackwell GPU (compute capability 10 and up) in Python or in a kernel's asm, and
+# the words its evidence says it with (`eval.gate.arch_gap` finds the line by them)
+BLACKWELL_EVIDENCE = "the gold's change tests for a Blackwell GPU"
 _BLACKWELL = re.compile(
     r"blackwell|\bsm_?1[0-2]\d\b|SM1[0-2]\d\b|tcgen05"
     r"|capability\([^)]*\)\s*(?:\[0\]\s*)?>=?\s*\(?\s*1[0-2]\b|\bmajor\s*>=?\s*1[0-2]\b",
@@ -92,7 +94,7 @@ def _arch(target_files: Mapping[str, bytes], base_files: Mapping[str, bytes]) ->
                 continue
             if code is None and line.lstrip().startswith(("#", "import ", "from ")):
                 continue
-            return f"{path}:{n}: the gold's change tests for a Blackwell GPU ({m.group(0)})"
+            return f"{path}:{n}: {BLACKWELL_EVIDENCE} ({m.group(0)})"
     return None
 
 

@@ -28,6 +28,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from curation.classify import BEHAVIOUR_CHANGED, behaviour_type
+from curation.hardware import BLACKWELL_EVIDENCE
 from curation.imports import UNDEFINED_UPSTREAM
 from curation.model import Hardware, Task, TaskType, TypeDecision, Verification, VerificationStatus
 from curation.testsel import module_name
@@ -77,9 +78,9 @@ _NOT_INSTALLED = re.compile(
 # a frame of an installed package in pytest's traceback, and the error it ends with
 _SITE_FRAME = re.compile(r"site-packages/([A-Za-z_]\w*)/[^\n:]*:\d+: in \w+")
 _ERROR_LINE = re.compile(r"^E\s+(\w+(?:Error|Exception)\b.*)$", re.M)
-# a test's own skip for want of devices: "At least 2 GPUs required", "requires 4 GPUs"
 # a Blackwell GPU's name (B200, GB200, B300, RTX 5090, RTX PRO 6000 Blackwell)
 _BLACKWELL_GPU = re.compile(r"blackwell|\bG?B[123]\d\d\b|RTX 50\d0", re.I)
+# a test's own skip for want of devices: "At least 2 GPUs required", "requires 4 GPUs"
 _FEW_GPUS = re.compile(r"(?:at least|requires?|needs?)\s+(\d+)\s+(?:GPUs|CUDA devices|devices)\b",
                        re.I)  # fmt: skip
 
@@ -104,7 +105,7 @@ def arch_gap(needs: Hardware, gpu: str) -> str | None:
     it can, or when the change tests for none."""
     if needs.arch != "blackwell" or _BLACKWELL_GPU.search(gpu):
         return None
-    where = next((e.split(": ", 1)[0] for e in needs.evidence if "Blackwell" in e), "?")
+    where = next((e.split(": ", 1)[0] for e in needs.evidence if BLACKWELL_EVIDENCE in e), "?")
     return (
         f"the gold's change tests for a Blackwell GPU ({where}) and this GPU ({gpu}) is not "
         f"one: its gain may show only there"

@@ -312,12 +312,12 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     from curation.model import Verification, VerificationStatus
     from eval.gate import optimization_verdict, retype
     from eval.model import Reference
+    from eval.perf_scores import gpu_name
     from eval.reference import pinned_triton, rejudge
 
     ref = tdir.load(TaskFile.REFERENCE, Reference)
     if ref is None or not ref.node_ids:
-        gpu = result.environment.split(";", 1)[0]
-        status, why = optimization_verdict(task, result, gpu)
+        status, why = optimization_verdict(task, result, gpu_name(result.environment))
         ok = status is VerificationStatus.VERIFIED
         reason = f"{why}; its tests have no reference run yet" if ok else why
         if ok:  # verified only with its tests' reference runs

@@ -21,8 +21,8 @@ import tempfile
 from tests.test_builder import busybox, client, engine, run_id  # noqa: F401
 
 # `datasets` caches what it built from a local folder under a name made from the folder's
-# name and file patterns, not its contents: a row layout that changed since (the `requires`
-# column's `arch`, 2026-12-07) met the features cached by an earlier run of the suite and failed
-# to cast. The suite's loads get a cache of their own.
+# name and file patterns, not its contents: a row layout that changed since (a field added to
+# the `requires` column, 2026-12-07, since taken out) met the features cached by an earlier run
+# of the suite and failed to cast. The suite's loads get a cache of their own.
 os.environ["HF_DATASETS_CACHE"] = _hf_cache = tempfile.mkdtemp(prefix="tpb-hf-datasets-")
 atexit.register(shutil.rmtree, _hf_cache, ignore_errors=True)
