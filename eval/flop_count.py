@@ -212,11 +212,29 @@ class DotFlops:
                 return builder.create_fp_trunc(builder.get_fp32(value), tl.bfloat16)
 
             self._patch(builder, "get_bf16", get_bf16)
+        self._index_scalars(interpreter)
         self._patch(builder, "create_dot", create_dot)
         self._patch(executor, "__init__", grid_init)
         self._patch(executor, "__call__", grid_call)
         self._patch(autotuner.Autotuner, "_bench", untimed_bench)
         return self
+
+    def _index_scalars(self, interpreter: Any) -> None:
+        """A scalar used as an index (a loop's bound: `range(i_t * BT, ..., BS)` in
+        flash-linear-attention #479) converts its one-element block to an int as Triton 3.9
+        does, squeezed: Triton 3.6's interpreter calls `int()` on the block itself, which NumPy
+        2.5 (the H100's and H200's) refuses ("only 0-dimensional arrays can be converted to
+        Python scalars", call 72) and NumPy 2.2 only warns of."""
+        patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
+        if patch_tensor is None:
+            return
+
+        def lang_tensor(tensor: Any, scope: Any, *args: Any, **kwargs: Any) -> Any:
+            done = patch_tensor(tensor, scope, *args, **kwargs)
+            scope.set_attr(tensor, "__index__", lambda t: int(t.handle.data.squeeze()))
+            return done
+
+        self._patch(interpreter, "_patch_lang_tensor", lang_tensor)
 
     def _device_context(self) -> None:
         """`torch.cpu.device(index)` while counting, a context that does nothing: under the

@@ -312,6 +312,36 @@ class TimerGuard:
                 if getattr(obj, attr, None) is not was]  # fmt: skip
 
 
+def where(exc: BaseException, roots: list[str]) -> str:
+    """Where a call's error arose, for its one-line message: the innermost frame of the
+    chain's first exception (the one a `raise ... from` or a handler hides: Triton's
+    interpreter reraises a kernel's numpy error as an InterpreterError) and, when that frame is
+    not in the variant's tree (`roots`), the innermost frame there too (the kernel's line)."""
+    chain, seen = [exc], {id(exc)}
+    while (nxt := chain[-1].__cause__ or chain[-1].__context__) is not None and id(nxt) not in seen:
+        chain.append(nxt)
+        seen.add(id(nxt))
+    tbs = [traceback.extract_tb(e.__traceback__) for e in reversed(chain)]  # the first one first
+    tbs = [tb for tb in tbs if tb]
+    if not tbs:
+        return ""
+
+    def name(f: traceback.FrameSummary) -> str:
+        return f"{Path(f.filename).name}:{f.lineno} in {f.name}"
+
+    tops = [os.path.abspath(r) + os.sep for r in roots]
+
+    def own(f: traceback.FrameSummary) -> bool:
+        return os.path.abspath(f.filename).startswith(tuple(tops)) if tops else False
+
+    inner = tbs[0][-1]
+    parts = [name(inner)]
+    mine = next(([f for f in tb if own(f)] for tb in tbs if any(own(f) for f in tb)), [])
+    if mine and not own(inner):
+        parts.append(name(mine[-1]))
+    return f" (at {'; '.join(parts)})"
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     begin = time.perf_counter()
     timing, inputs, launch_capture = _load_project()
@@ -416,7 +446,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 break
         except Exception as exc:
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            row["error"] = last[:400]
+            row["error"] = f"{last[:400]}{where(exc, job.get('syspath') or [])}"
         results.append(row)
         if cuda:
             torch.cuda.empty_cache()

@@ -388,3 +388,51 @@ def test_an_estimate_takes_the_flops_where_they_take_longer_than_the_bytes() -> 
     assert h200_us(4_300_000) == pytest.approx(1.0)
     assert h200_us(536_870_912, 3_350_074_490_880) == pytest.approx(4240.6, abs=0.1)
     assert h200_us(536_870_912, 10**9) == pytest.approx(124.85, abs=0.01)
+
+
+@triton.jit
+def _rows_from_pid(a_ptr, b_ptr, c_ptr, N, B: tl.constexpr):
+    """Program i multiplies the row blocks from i * B on: a loop whose bounds are scalars of
+    the program (flash-linear-attention #479's `range(i_t * BT, ..., BS)`)."""
+    i = tl.program_id(0)
+    r = tl.arange(0, B)
+    acc = tl.zeros((B, B), dtype=tl.float32)
+    for s in range(i * B, N, B):
+        a = tl.load(a_ptr + (s + r)[:, None] * B + r[None, :])
+        acc += tl.dot(a, tl.load(b_ptr + r[:, None] * B + r[None, :]))
+    tl.store(c_ptr + i * B * B + r[:, None] * B + r[None, :], acc)
+
+
+def test_a_loop_bound_from_a_program_scalar_is_counted_with_triton_3_6s_index(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Triton 3.6's interpreter makes a scalar an index with `int()` of its one-element block,
+    which NumPy 2.4 and later refuse (call 72: #479 "only 0-dimensional arrays can be converted
+    to Python scalars" on the H100's NumPy 2.5); the counter squeezes the block, as Triton 3.9
+    does. Here Triton's own patch is replaced by 3.6's."""
+    from triton.runtime import interpreter
+
+    own = interpreter._patch_lang_tensor
+
+    def as_in_3_6(tensor, scope):  # type: ignore[no-untyped-def]
+        own(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))
+
+    monkeypatch.setattr(interpreter, "_patch_lang_tensor", as_in_3_6)
+    import numpy as np
+
+    try:
+        int(np.array([3]))
+    except TypeError:
+        pass
+    else:
+        pytest.skip("this NumPy converts a one-element block to an int")
+    b, n = 16, 64
+    a, w = torch.randn(n, b), torch.randn(b, b)
+    c = torch.empty(n // b, b, b)
+    with DotFlops(8) as counter, counter.counting():
+        _rows_from_pid[(n // b,)](a, w, c, n, b)
+    # program i runs n/b - i dots of b x b x b
+    assert counter.total == 2 * b**3 * sum(n // b - i for i in range(n // b))
+    assert torch.allclose(c[1], a[b:].reshape(-1, b, b).sum(0) @ w, atol=1e-3)
+    assert interpreter._patch_lang_tensor is as_in_3_6

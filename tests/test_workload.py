@@ -2373,3 +2373,35 @@ def test_an_autotuned_kernels_captured_meta_parameters_give_way_to_the_autotuner
     # a plain jitted kernel keeps every argument it was given
     plain = harness._autotuners(harness._resolve(spec["entry"]).fn)
     assert harness._autotuned(plain, options) == set()
+
+
+def test_a_calls_error_names_where_it_arose_and_the_frameworks_line(tmp_path: Path) -> None:
+    """A failing call's one-line error names the innermost frame of the exception a wrapper
+    reraised (Triton's interpreter turns a kernel's numpy error into an InterpreterError) and
+    the innermost line of the variant's tree (call 72 named neither)."""
+    import importlib.util
+
+    from eval.workload_harness import where
+
+    tree = tmp_path / "tree"
+    (tree / "fw").mkdir(parents=True)
+    (tree / "fw" / "ops.py").write_text("def kernel(run):\n    return run('x')\n")
+    spec = importlib.util.spec_from_file_location("fw_ops_where", tree / "fw" / "ops.py")
+    assert spec is not None and spec.loader is not None
+    ops = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ops)
+
+    def interpreter(value):  # type: ignore[no-untyped-def]
+        try:
+            return int(value)
+        except ValueError as e:
+            raise RuntimeError(repr(e)) from e
+
+    with pytest.raises(RuntimeError) as got:
+        ops.kernel(interpreter)
+    said = where(got.value, [str(tree)])
+    assert said.startswith(" (at test_workload.py:") and " in interpreter; " in said
+    assert said.endswith("; ops.py:2 in kernel)")
+    # with no tree only the innermost frame is named; with no traceback, nothing
+    assert where(got.value, []) == said.split(";")[0] + ")"
+    assert where(ValueError("never raised"), [str(tree)]) == ""
