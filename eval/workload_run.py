@@ -234,11 +234,16 @@ def measure(
     phases: dict[str, float] = {}
     for r in range(rounds):
         for v in order if r % 2 == 0 else order[::-1]:
-            cache = warm_cache(settings, scratch, v)
+            cache = warm_cache(settings, scratch, v, task.task_id)
             if cold:
                 cache = scratch / f"cold-cache-{v}"
                 shutil.rmtree(cache, ignore_errors=True)
             cache.mkdir(parents=True, exist_ok=True)
+            if not cold and v is not Variant.BASE:
+                base_cache = warm_cache(settings, scratch, Variant.BASE, task.task_id)
+                seeded = seed_cache(cache, base_cache)
+                if seeded and progress is not None:
+                    progress(f"{v}-{r}: {seeded} entries of the base's Triton cache copied in")
             result, run = _run_once(trees[v], workload, settings, v is not Variant.PREDICTION,
                                     cache, save=v not in outputs)  # fmt: skip
             if run.timed_out and r == 0 and not cold:
@@ -333,17 +338,39 @@ def _moved(call: WorkloadCall, gold_out: Mapping[str, Any] | None) -> int:
     return sum(tensor_bytes(a) for a in call.args if a.tensor) + written
 
 
-def warm_cache(settings: MeasureSettings, scratch: Path, variant: Variant) -> Path:
-    """A variant's Triton cache for warm (kernel_time) rounds, under the caller's cache, else
-    the scratch's: base and gold share `trusted` (as the tests' reference runs of a task do),
-    so the gold's first process compiles and autotunes only the kernels the PR changed
-    (flash-linear-attention #643 on an H100, 2026-12-07, two caches: base 128 s, gold 139 s
-    cold, seven of the op's eight kernels the same; Triton keys kernels and autotuning by
-    their source and dependencies). A prediction's are its own: it never writes where a
-    trusted run reads."""
-    trusted = variant is not Variant.PREDICTION
-    return (settings.triton_cache or scratch / "triton-cache") / ("trusted" if trusted else
-                                                                   str(variant))  # fmt: skip
+def warm_cache(settings: MeasureSettings, scratch: Path, variant: Variant, task_id: str) -> Path:
+    """A variant's Triton cache for warm (kernel_time) rounds, per task, under the caller's
+    cache, else the scratch's: `trusted/<task>/base` and `.../gold`, and `predictions/<task>`.
+    Only the base's seeds the others (`seed_cache`): it holds the setup state's kernels, which
+    every variant's tree shares, and nothing of the gold's."""
+    root = settings.triton_cache or scratch / "triton-cache"
+    if variant is Variant.PREDICTION:
+        return root / "predictions" / task_id
+    return root / "trusted" / task_id / str(variant)
+
+
+def seed_cache(cache: Path, base: Path) -> int:
+    """Copy into a gold's or a prediction's warm cache the entries of the base's cache it
+    lacks; the number copied. Triton keys a compiled kernel and its autotuning by the kernel's
+    source and its dependencies', so the kernels the PR (or the prediction) left alone are
+    found there and only the changed ones compile and autotune: flash-linear-attention #643 on
+    an H100 (2026-12-07), two caches apart: base 128 s, gold 139 s cold, seven of the op's
+    eight kernels the same. The base's cache is the only source: the gold's holds the gold's
+    compiled kernels (their PTX and cubins, and those of any kernel that inlines a changed
+    helper), which a prediction must never find, and copies, not links, keep a prediction
+    from writing into a file a trusted run reads. Entries being written (`tmp.*`) are left."""
+    if not base.is_dir():
+        return 0
+    copied = 0
+    for entry in sorted(base.iterdir()):
+        if entry.name.startswith("tmp.") or (cache / entry.name).exists():
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, cache / entry.name, symlinks=False)
+        else:
+            shutil.copy2(entry, cache / entry.name)
+        copied += 1
+    return copied
 
 
 def _nth(rows: list[dict[str, Any] | None] | None, i: int) -> dict[str, Any] | None:
@@ -589,7 +616,7 @@ def measure_task(
                 result = replace(result, anchor=f"not anchored: {why}", seconds=seconds)
         if settings.memcheck:
             t1 = time.perf_counter()
-            cache = warm_cache(settings, root, Variant.GOLD)
+            cache = warm_cache(settings, root, Variant.GOLD, task.task_id)
             verdict = memcheck(workload, trees[Variant.GOLD], settings, cache)
             seconds = {**result.seconds, "memcheck": round(time.perf_counter() - t1, 2)}
             result = replace(result, memcheck=verdict, seconds=seconds)

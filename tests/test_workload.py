@@ -1855,24 +1855,33 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
     store = SourceStore(GitRepo(repo.path))
     saves: list[tuple[str, bool]] = []
     caches: dict[str, set[Path]] = {}
+    seen: list[tuple[str, list[str]]] = []
     original = workload_run._run_once
 
     def run_once(tree, workload, settings, trusted, cache, save=True):  # type: ignore[no-untyped-def]
         saves.append((tree.name, save))
         caches.setdefault(tree.name, set()).add(cache)
-        return original(tree, workload, settings, trusted, cache, save)
+        seen.append((tree.name, sorted(p.name for p in cache.iterdir())))
+        got = original(tree, workload, settings, trusted, cache, save)
+        # what Triton would leave: a compiled kernel, and an entry still being written
+        (cache / f"k-{tree.name}").mkdir(exist_ok=True)
+        (cache / f"k-{tree.name}" / "kernel.cubin").write_text(tree.name)
+        (cache / "tmp.pid_7").mkdir(exist_ok=True)
+        return got
 
     monkeypatch.setattr(workload_run, "_run_once", run_once)
     gpu = "NVIDIA H200; torch 2.11.0+cu130; triton 3.6.0"
     result = measure_task(task, tdir, store, tmp_path / "scratch", settings, environment=gpu)
     # only a variant's first process writes its outputs (gigabytes at realistic sizes)
     assert [save for _, save in saves] == [True, True, False, False]
-    # base and gold compile and autotune into one trusted cache: the gold's first process
-    # reuses what the base's made of the kernels the PR left alone (#643: 7 of 8); a
-    # prediction's cache is apart from it
-    (cache,) = caches["base"]
-    assert caches["gold"] == {cache} and cache.name == "trusted"
-    assert workload_run.warm_cache(settings, cache.parents[1], Variant.PREDICTION) != cache
+    # the gold's first process starts from a copy of what the base's compiled and autotuned
+    # (the kernels the PR left alone: #643, 7 of 8); the base never sees what the gold made
+    (base_cache,), (gold_cache,) = caches["base"], caches["gold"]
+    assert base_cache != gold_cache and base_cache.parent == gold_cache.parent
+    assert seen == [("base", []), ("gold", ["k-base"]), ("gold", ["k-base", "k-gold", "tmp.pid_7"]),
+                    ("base", ["k-base", "tmp.pid_7"])]  # fmt: skip
+    pred = workload_run.warm_cache(settings, tmp_path / "scratch", Variant.PREDICTION, task.task_id)
+    assert "trusted" not in pred.parts
     assert [c.error for c in result.calls] == ["", ""]
     for c in result.calls:
         assert c.base is not None and c.gold is not None and c.base.reps >= 6
@@ -2405,3 +2414,27 @@ def test_a_calls_error_names_where_it_arose_and_the_frameworks_line(tmp_path: Pa
     # with no tree only the innermost frame is named; with no traceback, nothing
     assert where(got.value, []) == said.split(";")[0] + ")"
     assert where(ValueError("never raised"), [str(tree)]) == ""
+
+
+def test_a_gold_or_prediction_cache_is_seeded_from_the_bases_alone(tmp_path: Path) -> None:
+    """`seed_cache` copies the base's entries a cache lacks (a kernel directory, an autotuning
+    file), never one being written, never over what the cache holds, and copies rather than
+    links: a prediction writing into a seeded file leaves the base's as it was."""
+    from eval.workload_run import seed_cache
+
+    base, pred = tmp_path / "base", tmp_path / "pred"
+    (base / "h1").mkdir(parents=True)
+    (base / "h1" / "k.cubin").write_text("base")
+    (base / "h2").mkdir()
+    (base / "h2" / "k.autotune.json").write_text("{}")
+    (base / "tmp.pid_3").mkdir()
+    (base / "loose.json").write_text("1")
+    (pred / "h2").mkdir(parents=True)
+    (pred / "h2" / "k.autotune.json").write_text("mine")
+    assert seed_cache(pred, tmp_path / "none") == 0
+    assert seed_cache(pred, base) == 2
+    assert sorted(p.name for p in pred.iterdir()) == ["h1", "h2", "loose.json"]
+    assert (pred / "h2" / "k.autotune.json").read_text() == "mine"
+    (pred / "h1" / "k.cubin").write_text("forged")
+    assert (base / "h1" / "k.cubin").read_text() == "base"
+    assert seed_cache(pred, base) == 0
