@@ -358,7 +358,8 @@ def seed_cache(cache: Path, base: Path) -> int:
     eight kernels the same. The base's cache is the only source: the gold's holds the gold's
     compiled kernels (their PTX and cubins, and those of any kernel that inlines a changed
     helper), which a prediction must never find, and copies, not links, keep a prediction
-    from writing into a file a trusted run reads. Entries being written (`tmp.*`) are left."""
+    from writing into a file a trusted run reads. What an interrupted write left (Triton's
+    `tmp.pid_*` folders, in an entry or beside it) is not copied."""
     if not base.is_dir():
         return 0
     copied = 0
@@ -366,7 +367,7 @@ def seed_cache(cache: Path, base: Path) -> int:
         if entry.name.startswith("tmp.") or (cache / entry.name).exists():
             continue
         if entry.is_dir():
-            shutil.copytree(entry, cache / entry.name, symlinks=False)
+            shutil.copytree(entry, cache / entry.name, ignore=shutil.ignore_patterns("tmp.*"))
         else:
             shutil.copy2(entry, cache / entry.name)
         copied += 1

@@ -2425,6 +2425,7 @@ def test_a_gold_or_prediction_cache_is_seeded_from_the_bases_alone(tmp_path: Pat
     base, pred = tmp_path / "base", tmp_path / "pred"
     (base / "h1").mkdir(parents=True)
     (base / "h1" / "k.cubin").write_text("base")
+    (base / "h1" / "tmp.pid_9_x").mkdir()  # Triton's write under way, in the entry
     (base / "h2").mkdir()
     (base / "h2" / "k.autotune.json").write_text("{}")
     (base / "tmp.pid_3").mkdir()
@@ -2435,6 +2436,7 @@ def test_a_gold_or_prediction_cache_is_seeded_from_the_bases_alone(tmp_path: Pat
     assert seed_cache(pred, base) == 2
     assert sorted(p.name for p in pred.iterdir()) == ["h1", "h2", "loose.json"]
     assert (pred / "h2" / "k.autotune.json").read_text() == "mine"
+    assert [p.name for p in (pred / "h1").iterdir()] == ["k.cubin"]
     (pred / "h1" / "k.cubin").write_text("forged")
     assert (base / "h1" / "k.cubin").read_text() == "base"
     assert seed_cache(pred, base) == 0
