@@ -412,7 +412,9 @@ def test_a_loop_bound_from_a_program_scalar_is_counted_with_triton_3_6s_index(
     does. Here Triton's own patch is replaced by 3.6's."""
     from triton.runtime import interpreter
 
-    own = interpreter._patch_lang_tensor
+    own = getattr(interpreter, "_patch_lang_tensor", None)
+    if own is None:
+        pytest.skip("this Triton's interpreter patches its tensors otherwise")
 
     def as_in_3_6(tensor, scope):  # type: ignore[no-untyped-def]
         own(tensor, scope)
