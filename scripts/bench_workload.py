@@ -7,7 +7,9 @@ gold targets as the prediction), compilation included, and how that scales.
 Reads: the task directory (its workload.json: run `python -m eval workload --plan-only`
 first), the framework's repository or bundle. Writes nothing but scratch trees (removed).
 Prints the wall time of the measurement with an empty Triton cache and again with the warm
-cache, the calls and rounds it ran, and the estimate for N tasks. Target: under 60 s per task.
+cache (and each harness process's seconds: what seeding the gold's and the prediction's cache
+from the base's saves shows in gold-0 and prediction-0 beside base-0), the calls and rounds it
+ran, and the estimate for N tasks. Target: under 60 s per task.
 `--anchored`: then the prediction alone as `eval workload --anchored` times it (the gold once
 beside it, the base's times from the warm measurement), the cost of scoring one more
 prediction of a task the gate has measured.
@@ -69,6 +71,17 @@ def main(argv: list[str] | None = None) -> int:
             walls.append(time.perf_counter() - t0)
             times = (result.base_total_ms, result.gold_total_ms, result.prediction_total_ms)
             print(f"{label}: {walls[-1]:.1f} s; base / gold / prediction {times} ms")
+            # each harness process's seconds: with a cold cache, base-0 compiles and autotunes
+            # everything, and gold-0 and prediction-0 (seeded from the base's cache,
+            # `seed_cache`) only the kernels they changed
+            print(
+                "  processes: "
+                + ", ".join(
+                    f"{k} {v:.1f} s"
+                    for k, v in result.seconds.items()
+                    if k.split("-")[0] in ("base", "gold", "prediction")
+                )
+            )
         if args.anchored:
             from eval.reference import environment
 
