@@ -2493,3 +2493,15 @@ def test_a_seeded_cache_serves_tritons_own_kernels_and_compiles_only_a_changed_o
     changed = compiled(pred, "2")
     assert changed != same and len(sorted(p.name for p in pred.iterdir())) > len(seeded)
     assert sorted(p.name for p in base.iterdir()) == seeded  # the base's cache as it was
+
+
+def test_the_seeding_benchmark_script(capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from bench_seed_cache import main as bench_seed_cache
+
+    pytest.importorskip("triton")
+    assert bench_seed_cache(["--kernels", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "seeding:" in out and "for 2 entries" in out and "nothing built" in out
