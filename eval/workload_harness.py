@@ -378,6 +378,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         phases["runtime"] = warmed
     for i, spec in enumerate(job["calls"]):
         row: dict[str, Any] = {"label": spec["label"]}
+        lost = ""
         try:
             t0 = time.perf_counter()
             big = sum(1 for a in spec["args"] if a["tensor"]) and spec.get("bytes_moved", 0) > 2**31
@@ -447,10 +448,34 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
             row["error"] = f"{last[:400]}{where(exc, job.get('syspath') or [])}"
+            lost = context_lost(torch)
         results.append(row)
-        if cuda:
-            torch.cuda.empty_cache()
+        if cuda and not lost:
+            try:
+                torch.cuda.empty_cache()
+            except Exception as exc:
+                lost = traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]
+        if lost:
+            # every later CUDA call of this process would fail with the same error, and the
+            # cleanup raising here once lost the calls already measured with the process
+            why = f"not run: the GPU context was lost at {spec['label']} ({lost})"
+            results += [{"label": s["label"], "error": why} for s in job["calls"][i + 1 :]]
+            break
     return {"calls": results, "phases": {k: round(v, 2) for k, v in phases.items()}}
+
+
+def context_lost(torch: Any) -> str:
+    """After a call's error, whether this process's CUDA context is gone, as the error a
+    synchronization then raises ("" when it is fine, or with no GPU): an illegal memory access
+    is sticky, so every later CUDA call fails with it (flash-linear-attention #479's gold at
+    its typical size: int32 offsets past 2^31)."""
+    if not torch.cuda.is_available():
+        return ""
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:
+        return traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]
+    return ""
 
 
 def main() -> int:

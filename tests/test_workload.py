@@ -2509,3 +2509,50 @@ def test_the_seeding_benchmark_script(capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 0
     out = capsys.readouterr().out
     assert "seeding:" in out and "for 2 entries" in out and "nothing built" in out
+
+
+def test_a_lost_gpu_context_ends_the_process_and_keeps_what_ran(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An illegal memory access is sticky: after it every CUDA call of the process fails, and
+    the cleanup raising after the call lost the process's result, the calls already measured
+    included. The harness now stops at such a call, keeps the rows before it, and names the
+    calls it did not run; a call that fails with the context intact does not stop it."""
+    from core.records import to_json
+    from eval import workload_harness
+
+    def call(label: SizeLabel, module: str) -> dict:  # type: ignore[type-arg]
+        return to_json(WorkloadCall(label, Source.TEST_CALL, "test", Entry(module, "f"), ()))
+
+    job = {"calls": [call(SizeLabel.SMALL, "tpb_no_such_module"),
+                     call(SizeLabel.TYPICAL, "tpb_no_such_module_either"),
+                     call(SizeLabel.LARGE, "tpb_never_reached")],
+           "metric": "kernel_time", "cpu_ok": True, "syspath": []}  # fmt: skip
+    got = workload_harness.run(job)["calls"]
+    assert [r["label"] for r in got] == ["small", "typical", "large"]
+    assert all("not run" not in r["error"] for r in got)  # the context is fine on the CPU
+    lost = iter(["", "CUDA error: an illegal memory access was encountered"])
+    monkeypatch.setattr(workload_harness, "context_lost", lambda torch: next(lost))
+    got = workload_harness.run(job)["calls"]
+    assert [r["label"] for r in got] == ["small", "typical", "large"]
+    assert "tpb_no_such_module_either" in got[1]["error"]
+    assert got[2]["error"] == ("not run: the GPU context was lost at typical (CUDA error: an "
+                               "illegal memory access was encountered)")  # fmt: skip
+
+
+def test_a_context_is_lost_when_synchronizing_fails() -> None:
+    from types import SimpleNamespace
+
+    from eval.workload_harness import context_lost
+
+    def gpu(sync):  # type: ignore[no-untyped-def]
+        return SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True, synchronize=sync))
+
+    def sticky() -> None:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    assert context_lost(gpu(sticky)) == (
+        "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+    assert context_lost(gpu(lambda: None)) == ""
+    assert context_lost(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False))) == ""
