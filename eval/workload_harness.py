@@ -329,10 +329,10 @@ def where(exc: BaseException, roots: list[str]) -> str:
     def name(f: traceback.FrameSummary) -> str:
         return f"{Path(f.filename).name}:{f.lineno} in {f.name}"
 
-    tops = [os.path.abspath(r) + os.sep for r in roots]
+    tops = tuple(os.path.abspath(r) + os.sep for r in roots)
 
     def own(f: traceback.FrameSummary) -> bool:
-        return os.path.abspath(f.filename).startswith(tuple(tops)) if tops else False
+        return os.path.abspath(f.filename).startswith(tops)  # never, with no roots
 
     inner = tbs[0][-1]
     parts = [name(inner)]
@@ -446,15 +446,14 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 results.append(row)
                 break
         except Exception as exc:
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            row["error"] = f"{last[:400]}{where(exc, job.get('syspath') or [])}"
+            row["error"] = f"{last_line(exc, 400)}{where(exc, job.get('syspath') or [])}"
             lost = context_lost(torch)
         results.append(row)
         if cuda and not lost:
             try:
                 torch.cuda.empty_cache()
             except Exception as exc:
-                lost = traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]
+                lost = last_line(exc, 200)
         if lost:
             # every later CUDA call of this process would fail with the same error, and the
             # cleanup raising here once lost the calls already measured with the process
@@ -474,8 +473,13 @@ def context_lost(torch: Any) -> str:
     try:
         torch.cuda.synchronize()
     except Exception as exc:
-        return traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]
+        return last_line(exc, 200)
     return ""
+
+
+def last_line(exc: BaseException, width: int) -> str:
+    """An exception as Python's traceback ends with it ("TypeError: ..."), cut to `width`."""
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()[:width]
 
 
 def main() -> int:
