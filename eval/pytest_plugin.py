@@ -10,6 +10,8 @@ environment:
 - `TPB_SELECT_PER_TEST` / `TPB_SELECT_MAX` (0: no cap): run at most this many parametrizations
   of each test function, and this many tests in all (spread over the functions), deselecting
   the rest at collection: a test selection run on large parametrized files.
+- `TPB_COMPILE_WORKERS` (0): threads that compile an autotuned kernel's configs before it
+  benchmarks them (eval.parallel_compile; not with the selection's first-config tuning).
 
 Reads nothing else. Writes TPB_OUT when set (the eval runner does not set it: it takes
 `KernelWatcher.report` through the verdict plugin's channel, eval/verdict_plugin): availability
@@ -47,6 +49,7 @@ import pytest
 from eval.launch_capture import ArgumentSnapshot as ArgumentSnapshot  # re-exported
 from eval.launch_capture import Capture, CaptureStore, LaunchCapturer, Replay
 from eval.model import KernelTiming
+from eval.parallel_compile import precompiling, workers_from
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,9 @@ class WatchConfig:
     # the selection run again: node ids the gold failed the first time, left out so that the
     # function's next parametrization runs instead (TPB_SELECT_SKIP, one a line)
     select_skip: frozenset[str] = frozenset()
+    # threads that compile an autotuner's configs before it benchmarks them
+    # (TPB_COMPILE_WORKERS; eval.parallel_compile); 0 or 1: Triton's serial path
+    compile_workers: int = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WatchConfig:
@@ -102,6 +108,7 @@ class WatchConfig:
             select_lines=parse_line_ranges(env.get("TPB_SELECT_LINES", "")),
             autotune=env.get("TPB_AUTOTUNE", ""),
             select_skip=frozenset(n for n in env.get("TPB_SELECT_SKIP", "").split("\n") if n),
+            compile_workers=workers_from(env),
         )
 
 
@@ -504,6 +511,11 @@ class KernelWatcher:
                 (autotuner.Autotuner, "check_disk_cache", _no_disk_cache),
             ]
             self.note("autotuning: each kernel took the first of its configs that compiles")
+        elif self.config.compile_workers > 1 and os.environ.get("TRITON_INTERPRET") != "1":
+            workers = self.config.compile_workers
+            targets.append((autotuner.Autotuner, "prune_configs",
+                            lambda original: precompiling(original, workers)))  # fmt: skip
+            self.note(f"autotuning: configs compiled on {workers} threads before benchmarking")
         for cls, attr, wrap in targets:
             original = cls.__dict__.get(attr)
             if original is None:

@@ -109,11 +109,16 @@ def make_backend(args: EvalSettings, scratch: Path) -> Any:
     from dataclasses import replace
 
     from eval.backends import DockerBackend, LocalBackend, RunSettings
+    from eval.parallel_compile import WORKERS_ENV, default_workers
     from eval.sandbox import GIB, SandboxPolicy
 
     extra_env = dict(kv.split("=", 1) for kv in args.env if "=" in kv)
     if len(extra_env) != len(args.env):
         raise EvalError("--env takes NAME=VALUE")
+    # the test runs' autotuning compiles its configs on threads, the CPUs shared among the
+    # `jobs` tasks run side by side (eval.parallel_compile; `--env TPB_COMPILE_WORKERS=1`:
+    # Triton's serial path)
+    extra_env = {WORKERS_ENV: str(default_workers(args.jobs)), **extra_env}
     policy = SandboxPolicy(full_dev=args.sandbox_full_dev)
     if args.sandbox_memory:
         policy = replace(policy, memory_bytes=int(args.sandbox_memory * GIB))

@@ -8,8 +8,9 @@ variant's tree (imported from the working directory). Writes, in the working dir
 result file the job names (per call: repetition times in ms, or the error's last line) and,
 when asked, each call's outputs (`torch.save` of {path: tensor}) for the trusted harness to
 compare. Imports from the project only `eval.timing`, `eval.workload_inputs` and
-`eval.launch_capture` (no Triton or torch at their module level), and for a cold job
-`eval.triton_warmup`, before the variant's tree is put on the path.
+`eval.launch_capture` (no Triton or torch at their module level), `eval.parallel_compile`
+(a kernel-time job's autotuning compiles its configs on `compile_workers` threads), and for a
+cold job `eval.triton_warmup`, before the variant's tree is put on the path.
 
 Rules: every call's inputs come from `seed + call index` on one generator, so base, gold and
 prediction get the same tensors; FULL calls run backward of every floating output with a
@@ -362,6 +363,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     # a cold round times the task's compilation, not Triton's one-time start in this process
     # (eval.triton_warmup); before the variant's tree is on the path, so no variant's code runs
     warmed = _warm_runtime(torch, device) if job.get("warm_runtime") else None
+    # autotuning compiles its configs on threads (kernel times only: the caller sends 0 where
+    # compilation is measured), patched before the variant's tree is on the path
+    _from_project("parallel_compile").install(int(job.get("compile_workers") or 0))
     for p in reversed(job.get("syspath") or []):
         sys.path.insert(0, p)
     out_dir = Path(job.get("outputs_dir") or ".")

@@ -21,7 +21,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -34,6 +34,7 @@ from eval.backends import default_cache
 from eval.errors import EvalError, ExtensionError
 from eval.extensions import install_extensions
 from eval.model import Variant
+from eval.parallel_compile import default_workers
 from eval.perf_scores import efficiency, h200_us, peaks_key
 from eval.sandbox import SandboxPolicy, ScriptRun, read_back, run_script
 from eval.timing import summarize
@@ -79,6 +80,9 @@ class MeasureSettings:
     memcheck: bool = False  # also run the gold once on the smallest size under memcheck
     sanitizer: str | None = None  # the compute-sanitizer to use (default: found on the host)
     cache_root: Path | None = None  # compiled extensions' builds; eval.backends.default_cache()
+    # threads that compile an autotuner's configs before it benchmarks them (one harness
+    # process at a time: all the CPUs; eval.parallel_compile)
+    compile_workers: int = field(default_factory=default_workers)
 
 
 # what a plan reads of a tree: Python modules, and the examples' launch scripts and YAML
@@ -136,6 +140,10 @@ def _job(
         # since 2026-12-06 (seventh session): a cold round starts Triton on a kernel of the
         # harness's own before the timed calls (eval.triton_warmup; `runtime_warmed`)
         "warm_runtime": metric is Metric.COLD_WALL_TIME,
+        # since 2026-12-07 (third session): autotuning compiles its configs on threads
+        # (eval.parallel_compile) where kernel times are measured; a cold round measures the
+        # compilation itself, so it compiles as a user's first call does
+        "compile_workers": settings.compile_workers if metric is Metric.KERNEL_TIME else 0,
     }
 
 
@@ -158,9 +166,11 @@ def _run_once(
     (`eval.flop_count`)."""
     job = _job(workload, tree, workload.metric, settings, save)
     if prefix:
-        job = {**job, "calls": job["calls"][:1], "check_only": True, "save_outputs": False}
+        job = {**job, "calls": job["calls"][:1], "check_only": True, "save_outputs": False,
+               "compile_workers": 0}  # fmt: skip
     if count_programs:
-        job = {**job, "count_flops": count_programs, "save_outputs": False, "warm_runtime": False}
+        job = {**job, "count_flops": count_programs, "save_outputs": False, "warm_runtime": False,
+               "compile_workers": 0}  # fmt: skip
     (tree / JOB).write_text(json.dumps(job))
     # warm rounds reuse the first round's autotuning as they reuse its compiled kernels (Triton
     # keys both by the kernel's source); a cold round compiles and autotunes as a user's first

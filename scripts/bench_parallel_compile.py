@@ -1,0 +1,121 @@
+"""What compiling an autotuner's configs on threads saves (`eval.parallel_compile`): an
+autotuned matrix-product kernel's configs are compiled for an sm_90 target (no GPU needed: a
+compile-only driver stands in for CUDA's) the way the autotuner's first call for a new key
+does, once with Triton's serial path and once per thread count, each in a fresh process with
+an empty Triton cache.
+
+    python scripts/bench_parallel_compile.py [--configs 16] [--workers 2 4 8]
+
+Prints, per thread count, the seconds to compile every config and the speed-up over one
+thread (Triton's import is outside the timing). The GPU's side of autotuning, benchmarking
+each config, is not in it and does not change: the configs are still timed one by one.
+Measured on the 2-core CPU machine and on the GPU hosts: docs/workloads.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_COMPILE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[3])
+import torch
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.runtime import driver
+
+class CompileOnly:  # what JITFunction.run asks of a driver when it only compiles
+    def get_current_target(self):
+        return GPUTarget("cuda", 90, 32)
+    def get_current_device(self):
+        return 0
+    def get_current_stream(self, device=None):
+        return 0
+
+driver.set_active(CompileOnly())
+SCALE = tl.constexpr(SALT)
+SIZES = [(m, n, k, w) for m in (64, 128) for n in (64, 128) for k in (32, 64) for w in (4, 8)]
+
+@triton.autotune(configs=[triton.Config({"BM": m, "BN": n, "BK": k}, num_warps=w, num_stages=3)
+                          for m, n, k, w in (SIZES * 4)[:int(sys.argv[1])]], key=["K"])
+@triton.jit
+def matmul(a, b, c, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    tl.static_assert(BM * BN * BK <= LIMIT)  # a config that fails to compile (tests)
+    pid = tl.program_id(0)
+    rm = (pid // tl.cdiv(N, BN)) * BM + tl.arange(0, BM)
+    rn = (pid % tl.cdiv(N, BN)) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(x, y)
+    tl.store(c + rm[:, None] * N + rn[None, :], (acc * SCALE).to(tl.bfloat16))
+
+from eval.parallel_compile import install
+install(int(sys.argv[2]))
+x = torch.empty(256, 256, dtype=torch.bfloat16)
+matmul.nargs = dict(zip(matmul.arg_names, (x, x, x, 256, 256)))
+t0 = time.perf_counter()
+configs = matmul.prune_configs({"grid": (1,), "warmup": False})
+at_prune = len(matmul.fn.device_caches[0][0])
+seconds = time.perf_counter() - t0
+if int(sys.argv[2]) < 2:  # Triton's serial path: the benchmark loop compiles each config
+    for config in configs:
+        try:
+            matmul.fn.run(*matmul.nargs.values(), grid=(1,), warmup=True, **config.all_kwargs())
+        except Exception:  # the benchmark loop reports it as an infinite time
+            pass
+    seconds = time.perf_counter() - t0
+print(json.dumps({"seconds": seconds, "configs": len(configs), "at_prune": at_prune,
+                  "compiled": len(matmul.fn.device_caches[0][0])}))
+"""
+
+
+def compile_configs(workers: int, configs: int, salt: float = 1.0, limit: int = 2**30) -> dict:
+    """In a fresh process with an empty Triton cache: `configs` configs of an autotuned kernel
+    compiled for sm_90 on `workers` threads (< 2: one by one, as Triton's benchmark loop does);
+    {"seconds", "configs", "at_prune" (kernels built when the autotuner's pruning returned),
+    "compiled"}. `salt` changes the kernel's source; configs whose BM*BN*BK passes `limit` fail
+    to compile. SystemExit, naming Triton's error, where it cannot compile for sm_90."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    with tempfile.TemporaryDirectory() as tmp:
+        env["TRITON_CACHE_DIR"] = str(Path(tmp) / "cache")
+        script = Path(tmp) / "compile.py"  # a file: @triton.jit reads its kernel's source
+        script.write_text(_COMPILE.replace("SALT", repr(salt)).replace("LIMIT", str(limit)))
+        run = subprocess.run([sys.executable, str(script), str(configs), str(workers), str(ROOT)],
+                             env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    if run.returncode != 0:
+        raise SystemExit(f"bench_parallel_compile: Triton could not compile: {run.stderr[-300:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", type=int, default=16, help="autotune configs to compile")
+    ap.add_argument("--workers", type=int, nargs="+", default=None,
+                    help="thread counts to compare with one (default: 2 and the CPUs)")  # fmt: skip
+    args = ap.parse_args(argv)
+    cpus = len(os.sched_getaffinity(0))
+    counts = args.workers or sorted({2, cpus})
+    serial = compile_configs(1, args.configs, salt=1.0)
+    print(f"{cpus} CPUs, {serial['configs']} configs for sm_90")
+    print(f"  1 thread   {serial['seconds']:7.2f} s")
+    for i, w in enumerate(counts):
+        got = compile_configs(w, args.configs, salt=2.0 + i)  # a new source: nothing cached
+        print(f"{w:3d} threads  {got['seconds']:7.2f} s  {serial['seconds'] / got['seconds']:.2f}x"
+              f"  ({got['compiled']} compiled)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
