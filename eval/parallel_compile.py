@@ -56,10 +56,11 @@ def precompiling(original: Callable[..., Any], workers: int) -> Callable[..., An
     @functools.wraps(original)
     def prune_configs(tuner: Any, kwargs: dict[str, Any]) -> Any:
         configs = original(tuner, kwargs)
-        # `run` sets nargs (the positional arguments by name, in order) before it prunes;
-        # `warmup` too, and compiles every config itself
-        if len(configs) > 1 and tuner.nargs and kwargs.get("warmup") is False:
-            args = list(tuner.nargs.values())
+        # `run` sets nargs (the positional arguments by name, in order; none where the kernel
+        # is called with keywords, as flash-linear-attention's are) before it prunes; a
+        # `warmup` compiles every config itself
+        if len(configs) > 1 and kwargs.get("warmup") is False:
+            args = list((tuner.nargs or {}).values())
             with AsyncCompileMode(pool, ignore_errors=True):
                 for config in configs:
                     try:

@@ -64,15 +64,20 @@ def matmul(a, b, c, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
 from eval.parallel_compile import install
 install(int(sys.argv[2]))
 x = torch.empty(256, 256, dtype=torch.bfloat16)
-matmul.nargs = dict(zip(matmul.arg_names, (x, x, x, 256, 256)))
+named = dict(zip(matmul.arg_names, (x, x, x, 256, 256)))
+# as the autotuner's run leaves them: positional arguments in nargs, or (sys.argv[4] ==
+# "keywords": a call with keyword arguments, as flash-linear-attention's) none there
+keywords = sys.argv[4:5] == ["keywords"]
+args, kwargs = ((), named) if keywords else (tuple(named.values()), {})
+matmul.nargs = dict(zip(matmul.arg_names, args))
 t0 = time.perf_counter()
-configs = matmul.prune_configs({"grid": (1,), "warmup": False})
+configs = matmul.prune_configs({**kwargs, "grid": (1,), "warmup": False})
 at_prune = len(matmul.fn.device_caches[0][0])
 seconds = time.perf_counter() - t0
 if int(sys.argv[2]) < 2:  # Triton's serial path: the benchmark loop compiles each config
     for config in configs:
         try:
-            matmul.fn.run(*matmul.nargs.values(), grid=(1,), warmup=True, **config.all_kwargs())
+            matmul.fn.run(*args, **kwargs, grid=(1,), warmup=True, **config.all_kwargs())
         except Exception:  # the benchmark loop reports it as an infinite time
             pass
     seconds = time.perf_counter() - t0
@@ -81,18 +86,22 @@ print(json.dumps({"seconds": seconds, "configs": len(configs), "at_prune": at_pr
 """
 
 
-def compile_configs(workers: int, configs: int, salt: float = 1.0, limit: int = 2**30) -> dict:
+def compile_configs(
+    workers: int, configs: int, salt: float = 1.0, limit: int = 2**30, keywords: bool = False
+) -> dict:
     """In a fresh process with an empty Triton cache: `configs` configs of an autotuned kernel
     compiled for sm_90 on `workers` threads (< 2: one by one, as Triton's benchmark loop does);
     {"seconds", "configs", "at_prune" (kernels built when the autotuner's pruning returned),
     "compiled"}. `salt` changes the kernel's source; configs whose BM*BN*BK passes `limit` fail
-    to compile. SystemExit, naming Triton's error, where it cannot compile for sm_90."""
+    to compile; `keywords`: the kernel is called with keyword arguments. SystemExit, naming
+    Triton's error, where it cannot compile for sm_90."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     with tempfile.TemporaryDirectory() as tmp:
         env["TRITON_CACHE_DIR"] = str(Path(tmp) / "cache")
         script = Path(tmp) / "compile.py"  # a file: @triton.jit reads its kernel's source
         script.write_text(_COMPILE.replace("SALT", repr(salt)).replace("LIMIT", str(limit)))
-        run = subprocess.run([sys.executable, str(script), str(configs), str(workers), str(ROOT)],
+        argv = [str(configs), str(workers), str(ROOT)] + (["keywords"] if keywords else [])
+        run = subprocess.run([sys.executable, str(script), *argv],
                              env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
     if run.returncode != 0:
         raise SystemExit(f"bench_parallel_compile: Triton could not compile: {run.stderr[-300:]}")

@@ -15,13 +15,15 @@ from eval.pytest_plugin import KernelWatcher, WatchConfig
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
-def compiled(workers: int, configs: int, salt: float, limit: int = 2**30) -> dict:
+def compiled(
+    workers: int, configs: int, salt: float, limit: int = 2**30, keywords: bool = False
+) -> dict:
     pytest.importorskip("triton")
     sys.path.insert(0, str(SCRIPTS))
     from bench_parallel_compile import compile_configs
 
     try:
-        return compile_configs(workers, configs, salt, limit)
+        return compile_configs(workers, configs, salt, limit, keywords)
     except SystemExit as exc:  # no ptxas for sm_90 on this machine
         pytest.skip(str(exc))
 
@@ -38,6 +40,14 @@ def test_every_config_is_built_before_the_benchmark_loop_and_a_failing_one_is_le
     # the four are 64x64 tiles, BK 32 and 64, 4 and 8 warps: the two with BK=64 fail
     partly = compiled(2, 4, 13.0, limit=64 * 64 * 32)
     assert partly["configs"] == 4 and partly["at_prune"] == 2
+
+
+def test_a_kernel_called_with_keyword_arguments_compiles_in_parallel_too() -> None:
+    """flash-linear-attention calls its kernels with keyword arguments only, so the autotuner's
+    `nargs` is empty when it prunes (the first version waited for positional arguments and
+    compiled chunk_gla's 122 kernels on the main thread, 2026-12-07)."""
+    threaded = compiled(2, 4, 14.0, keywords=True)
+    assert threaded["at_prune"] == threaded["compiled"] == 4
 
 
 def test_the_parallel_compile_benchmark_script(capsys: pytest.CaptureFixture[str]) -> None:
