@@ -5,6 +5,14 @@ does, once with Triton's serial path and once per thread count, each in a fresh 
 an empty Triton cache.
 
     python scripts/bench_parallel_compile.py [--configs 16] [--workers 2 4 8]
+    python scripts/bench_parallel_compile.py --tree DIR --op fla.ops.gla:chunk_gla \
+        [--tensors 4] [--shape 2,2048,4,64] [--workers 2]
+
+With `--tree` and `--op`, a framework's own op instead (DIR on the path: a checkout of the
+framework at some commit, its dependencies installed): the op runs forward on CPU tensors of
+`--shape` while every kernel launch only compiles (the device queries answer as an H100's, the
+autotuner's benchmark times nothing), so every kernel and config the op's first call would
+build on an sm_90 GPU is built, as on the GPU's cold first call.
 
 Prints, per thread count, the seconds to compile every config and the speed-up over one
 thread (Triton's import is outside the timing). The GPU's side of autotuning, benchmarking
@@ -86,6 +94,87 @@ print(json.dumps({"seconds": seconds, "configs": len(configs), "at_prune": at_pr
 """
 
 
+_OP = """
+import json, os, pathlib, sys, time
+sys.path.insert(0, sys.argv[3]); sys.path.insert(0, sys.argv[2])
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.runtime import driver
+from triton.runtime.jit import JITFunction
+
+class Utils:
+    def get_device_properties(self, device=0):
+        return {"max_shared_mem": 232448, "multiprocessor_count": 132, "max_num_regs": 65536,
+                "warpSize": 32}
+
+def bench(kernel_call, quantiles=None):
+    kernel_call()  # compiles: every launch is a warmup here
+    return [1.0, 1.0, 1.0]
+
+class CompileOnly:
+    utils = Utils()
+    def get_current_target(self):
+        return GPUTarget("cuda", 90, 32)
+    def get_current_device(self):
+        return 0
+    def get_current_stream(self, device=None):
+        return 0
+    def get_active_torch_device(self):
+        return torch.device("cpu")
+    def get_device_interface(self):
+        return torch.cuda
+    def get_benchmarker(self):
+        return bench
+
+class NoDevice:
+    def __init__(self, *args):
+        pass
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+
+driver.set_active(CompileOnly())
+torch.cuda.get_device_name = lambda *a, **k: "NVIDIA H100 80GB HBM3"
+torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+torch.cuda.is_available = lambda: True
+torch.cuda.device = NoDevice
+launch = JITFunction.run
+JITFunction.run = lambda self, *a, grid, warmup, **k: launch(self, *a, grid=grid, warmup=True, **k)
+from eval.parallel_compile import install
+install(int(sys.argv[1]))
+import importlib
+module, _, name = sys.argv[4].partition(":")
+op = getattr(importlib.import_module(module), name)
+shape = [int(x) for x in sys.argv[6].split(",")]
+inputs = [torch.randn(*shape, dtype=torch.bfloat16) for _ in range(int(sys.argv[5]))]
+t0 = time.perf_counter()
+op(*inputs)
+seconds = time.perf_counter() - t0
+built = len(list(pathlib.Path(os.environ["TRITON_CACHE_DIR"]).rglob("*.cubin")))
+print(json.dumps({"seconds": seconds, "compiled": built}))
+"""
+
+
+def compile_op(workers: int, tree: Path, op: str, tensors: int, shape: str) -> dict:
+    """In a fresh process with an empty Triton cache: the framework op `op` ("module:function",
+    imported from `tree`) run forward once on `tensors` CPU tensors of `shape`, every launch
+    compiled for sm_90 and none run, autotuning compiling on `workers` threads;
+    {"seconds", "compiled" (kernels built)}. SystemExit with the op's error where it fails."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    with tempfile.TemporaryDirectory() as tmp:
+        env["TRITON_CACHE_DIR"] = str(Path(tmp) / "cache")
+        script = Path(tmp) / "op.py"
+        script.write_text(_OP)
+        argv = [str(workers), str(tree), str(ROOT), op, str(tensors), shape]
+        run = subprocess.run([sys.executable, str(script), *argv],
+                             env=env, capture_output=True, text=True, timeout=1800)  # fmt: skip
+    if run.returncode != 0:
+        raise SystemExit(f"bench_parallel_compile: {op} failed: {run.stderr[-400:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def compile_configs(
     workers: int, configs: int, salt: float = 1.0, limit: int = 2**30, keywords: bool = False
 ) -> dict:
@@ -113,9 +202,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", type=int, default=16, help="autotune configs to compile")
     ap.add_argument("--workers", type=int, nargs="+", default=None,
                     help="thread counts to compare with one (default: 2 and the CPUs)")  # fmt: skip
+    ap.add_argument("--tree", type=Path, help="a framework's checkout (with --op)")
+    ap.add_argument("--op", help="module:function of the framework, e.g. fla.ops.gla:chunk_gla")
+    ap.add_argument("--tensors", type=int, default=4, help="the op's tensor arguments (--op)")
+    ap.add_argument("--shape", default="2,2048,4,64", help="each tensor's shape (--op)")
     args = ap.parse_args(argv)
     cpus = len(os.sched_getaffinity(0))
     counts = args.workers or sorted({2, cpus})
+    if args.op:
+        if args.tree is None:
+            ap.error("--op needs --tree")
+        one = compile_op(1, args.tree, args.op, args.tensors, args.shape)
+        print(f"{cpus} CPUs, {args.op} forward on {args.tensors}x[{args.shape}]: "
+              f"{one['compiled']} kernels for sm_90")  # fmt: skip
+        print(f"  1 thread   {one['seconds']:7.2f} s")
+        for w in counts:
+            got = compile_op(w, args.tree, args.op, args.tensors, args.shape)
+            print(f"{w:3d} threads  {got['seconds']:7.2f} s  {one['seconds'] / got['seconds']:.2f}x"
+                  f"  ({got['compiled']} compiled)")  # fmt: skip
+        return 0
     serial = compile_configs(1, args.configs, salt=1.0)
     print(f"{cpus} CPUs, {serial['configs']} configs for sm_90")
     print(f"  1 thread   {serial['seconds']:7.2f} s")

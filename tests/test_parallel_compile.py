@@ -97,3 +97,56 @@ def test_the_test_runs_compile_in_parallel_except_the_selections_first_config_tu
     watcher.patch()
     assert Autotuner.__dict__["prune_configs"] is original
     watcher.unpatch()
+
+
+_TINY_OP = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in (32, 64)
+                          for w in (1, 2)], key=["n"])
+@triton.heuristics({"EVEN": lambda args: args["n"] % 64 == 0})
+@triton.jit
+def scaled_exp(x, y, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x + i) if EVEN else tl.load(x + i, mask=i < n)
+    tl.store(y + i, tl.exp(v.to(tl.float32)).to(tl.bfloat16), mask=i < n)
+
+
+@triton.jit
+def negate(x, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + i, -tl.load(x + i, mask=i < n), mask=i < n)
+
+
+def op(x):
+    y = torch.empty_like(x)
+    with torch.cuda.device(x.device.index):
+        scaled_exp[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x=x, y=y, n=x.numel())
+        negate[(1,)](y, y.numel(), BLOCK=128)
+    return y
+'''
+
+
+def test_a_frameworks_op_compiles_every_kernel_and_config_its_first_call_builds(
+    tmp_path: Path,
+) -> None:
+    """The benchmark's --op mode on a tiny framework: the op (an autotuned kernel over
+    heuristics called with keywords inside a CUDA device context, then a plain kernel) runs
+    on CPU tensors, each launch only compiled for sm_90: the four configs and the plain kernel
+    are built, on threads as on Triton's serial path."""
+    pytest.importorskip("triton")
+    sys.path.insert(0, str(SCRIPTS))
+    from bench_parallel_compile import compile_op
+
+    (tmp_path / "tinyfw.py").write_text(_TINY_OP)
+    try:
+        serial = compile_op(1, tmp_path, "tinyfw:op", 1, "256")
+        threaded = compile_op(2, tmp_path, "tinyfw:op", 1, "320")
+    except SystemExit as exc:
+        if "could not compile" in str(exc) or "ptxas" in str(exc).lower():
+            pytest.skip(str(exc))
+        raise
+    assert serial["compiled"] == threaded["compiled"] == 5
