@@ -99,7 +99,7 @@ def test_the_test_runs_compile_in_parallel_except_the_selections_first_config_tu
     watcher.unpatch()
 
 
-_TINY_OP = '''
+_TINY_OP = """
 import torch
 import triton
 import triton.language as tl
@@ -127,7 +127,7 @@ def op(x):
         scaled_exp[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x=x, y=y, n=x.numel())
         negate[(1,)](y, y.numel(), BLOCK=128)
     return y
-'''
+"""
 
 
 def test_a_frameworks_op_compiles_every_kernel_and_config_its_first_call_builds(
