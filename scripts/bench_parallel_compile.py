@@ -32,8 +32,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_COMPILE = """
-import json, sys, time
+# a driver for a machine without a GPU that compiles for sm_90 (what JITFunction.run and the
+# autotuner ask of one; its device queries answer as an H100's), set before any kernel runs;
+# both scripts below run after it (argv[3]: the project, for eval.parallel_compile)
+_DRIVER = """
+import json, os, pathlib, sys, time
 sys.path.insert(0, sys.argv[3])
 import torch
 import triton
@@ -41,15 +44,34 @@ import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
 
-class CompileOnly:  # what JITFunction.run asks of a driver when it only compiles
+class Utils:
+    def get_device_properties(self, device=0):
+        return {"max_shared_mem": 232448, "multiprocessor_count": 132, "max_num_regs": 65536,
+                "warpSize": 32}
+
+def bench(kernel_call, quantiles=None):
+    kernel_call()  # compiles: every launch is a warmup here
+    return [1.0, 1.0, 1.0]
+
+class CompileOnly:
+    utils = Utils()
     def get_current_target(self):
         return GPUTarget("cuda", 90, 32)
     def get_current_device(self):
         return 0
     def get_current_stream(self, device=None):
         return 0
+    def get_active_torch_device(self):
+        return torch.device("cpu")
+    def get_device_interface(self):
+        return torch.cuda
+    def get_benchmarker(self):
+        return bench
 
 driver.set_active(CompileOnly())
+"""
+
+_COMPILE = """
 SCALE = tl.constexpr(SALT)
 SIZES = [(m, n, k, w) for m in (64, 128) for n in (64, 128) for k in (32, 64) for w in (4, 8)]
 
@@ -95,37 +117,8 @@ print(json.dumps({"seconds": seconds, "configs": len(configs), "at_prune": at_pr
 
 
 _OP = """
-import json, os, pathlib, sys, time
-sys.path.insert(0, sys.argv[3]); sys.path.insert(0, sys.argv[2])
-import torch
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.runtime import driver
+sys.path.insert(0, sys.argv[2])
 from triton.runtime.jit import JITFunction
-
-class Utils:
-    def get_device_properties(self, device=0):
-        return {"max_shared_mem": 232448, "multiprocessor_count": 132, "max_num_regs": 65536,
-                "warpSize": 32}
-
-def bench(kernel_call, quantiles=None):
-    kernel_call()  # compiles: every launch is a warmup here
-    return [1.0, 1.0, 1.0]
-
-class CompileOnly:
-    utils = Utils()
-    def get_current_target(self):
-        return GPUTarget("cuda", 90, 32)
-    def get_current_device(self):
-        return 0
-    def get_current_stream(self, device=None):
-        return 0
-    def get_active_torch_device(self):
-        return torch.device("cpu")
-    def get_device_interface(self):
-        return torch.cuda
-    def get_benchmarker(self):
-        return bench
 
 class NoDevice:
     def __init__(self, *args):
@@ -135,7 +128,6 @@ class NoDevice:
     def __exit__(self, *exc):
         return False
 
-driver.set_active(CompileOnly())
 torch.cuda.get_device_name = lambda *a, **k: "NVIDIA H100 80GB HBM3"
 torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
 torch.cuda.is_available = lambda: True
@@ -166,7 +158,7 @@ def compile_op(workers: int, tree: Path, op: str, tensors: int, shape: str) -> d
     with tempfile.TemporaryDirectory() as tmp:
         env["TRITON_CACHE_DIR"] = str(Path(tmp) / "cache")
         script = Path(tmp) / "op.py"
-        script.write_text(_OP)
+        script.write_text(_DRIVER + _OP)
         argv = [str(workers), str(tree), str(ROOT), op, str(tensors), shape]
         run = subprocess.run([sys.executable, str(script), *argv],
                              env=env, capture_output=True, text=True, timeout=1800)  # fmt: skip
@@ -188,7 +180,9 @@ def compile_configs(
     with tempfile.TemporaryDirectory() as tmp:
         env["TRITON_CACHE_DIR"] = str(Path(tmp) / "cache")
         script = Path(tmp) / "compile.py"  # a file: @triton.jit reads its kernel's source
-        script.write_text(_COMPILE.replace("SALT", repr(salt)).replace("LIMIT", str(limit)))
+        script.write_text(
+            _DRIVER + _COMPILE.replace("SALT", repr(salt)).replace("LIMIT", str(limit))
+        )
         argv = [str(configs), str(workers), str(ROOT)] + (["keywords"] if keywords else [])
         run = subprocess.run([sys.executable, str(script), *argv],
                              env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
