@@ -226,9 +226,10 @@ class LocalBackend:
         """The Python the task's tests run on (its wheelhouse's venv, or this one)."""
         return interpreter_for(self.settings, tdir)
 
-    def tuning_cache(self, task: Task) -> Path:
-        """The Triton cache the task's trusted runs share, autotuning results included."""
-        return _cache(self.settings, task, Variant.GOLD)
+    def tuning_cache(self, task: Task, variant: Variant = Variant.GOLD) -> Path:
+        """The Triton cache the variant's runs use, autotuning results included: one the
+        task's trusted runs share, another for its predictions."""
+        return _cache(self.settings, task, variant)
 
     def run(
         self,

@@ -118,6 +118,8 @@ class PartialReference:
     # a resumed run on another machine compiles the chosen configs instead of tuning them all
     # again (a kda kernel's first tuning run: up to 400 s on the H200)
     autotune: dict[str, str] = field(default_factory=dict)
+    # the same, as the first base run left them, before any gold run (`Reference.autotune_base`)
+    autotune_base: dict[str, str] = field(default_factory=dict)
     # when it was last written (ISO 8601, UTC; "" in partials before 2026-12-06's fourth
     # session): a partial older than its directory's verdict is stale, not merged back over it
     saved_at: str = ""
@@ -177,3 +179,8 @@ class Reference:
     # it -> its JSON): `eval score` puts them back on the same GPU and Triton, so its gold and
     # base runs compile the chosen configs instead of tuning them all again (eval.tuning)
     autotune: dict[str, str] = field(default_factory=dict)
+    # those the first base run left, before any gold run: the only ones a model's prediction
+    # gets (in its own cache), for the kernels it leaves as they were; the gold's tuning of the
+    # kernels it changed (for a PR that retunes, the solution) never reaches a prediction
+    # ({} in references before 2026-12-07's fourth session)
+    autotune_base: dict[str, str] = field(default_factory=dict)

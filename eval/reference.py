@@ -346,8 +346,10 @@ def run_reference(
     partial = resumable(tdir) if resume else None
     cache_of = getattr(backend, "tuning_cache", None)
     cache = cache_of(task) if cache_of is not None else None
+    base_tuned: dict[str, str] = {}
     if partial is not None and partial.key == key:
         node_ids, selection, results = partial.node_ids, partial.selection, list(partial.runs)
+        base_tuned = dict(partial.autotune_base)
         if cache is not None:
             restore_tuning(cache, partial.autotune)
     else:
@@ -359,9 +361,18 @@ def run_reference(
 
     def checkpoint() -> None:
         tuned = tuning_results(cache) if cache is not None else {}
+        # the base's own tuning: what the cache holds once the first base run ended and before
+        # any gold run (the first pair runs the base first; the selection tunes nothing)
+        if (
+            not base_tuned
+            and not any(r.variant is Variant.GOLD for r in results)
+            and any(r.variant is Variant.BASE for r in results)
+        ):
+            base_tuned.update(tuned)
         saved = datetime.now(UTC).isoformat(timespec="seconds")
         kept = PartialReference(task.task_id, key, node_ids, selection, tuple(results),
-                                autotune=tuned, saved_at=saved)  # fmt: skip
+                                autotune=tuned, autotune_base=dict(base_tuned),
+                                saved_at=saved)  # fmt: skip
         tdir.store(TaskFile.REFERENCE_PARTIAL, kept)
 
     checkpoint()
@@ -392,6 +403,7 @@ def run_reference(
         selection=selection,
         verification=str(verdict.status),
         autotune=tuning_results(cache) if cache is not None else {},
+        autotune_base=base_tuned,
     )
     tdir.store(TaskFile.REFERENCE, ref)
     tdir.record_verification(verdict, node_ids, launches_seen(task, results),

@@ -246,12 +246,17 @@ def score_task(
     elif pred.get("from") == "base":
         variant = Variant.BASE
     # the reference's tuning, on the machine it was chosen on, spares the gold and base runs
-    # (and the gold oracle's) tuning every config from a cold cache; a model's kernel, whose
-    # source differs, tunes in its own cache as Triton would
+    # (and the gold oracle's) tuning every config from a cold cache; a model's prediction gets
+    # only the base's, in its own cache: the kernels it leaves as they were compile their
+    # chosen config, the kernels it writes tune as Triton would
     cache_of = getattr(backend, "tuning_cache", None)
-    if ref is not None and ref.autotune and cache_of is not None and same_machine(ref.environment):
+    if ref is not None and cache_of is not None and same_machine(ref.environment):
         restored = restore_tuning(cache_of(task), ref.autotune)
-        log.info("%s: %d autotuning results of the reference restored", task.task_id, restored)
+        if variant is Variant.PREDICTION:
+            restored += restore_tuning(cache_of(task, Variant.PREDICTION), ref.autotune_base,
+                                       replace=True)  # fmt: skip
+        if restored:
+            log.info("%s: %d autotuning results of the reference restored", task.task_id, restored)
     pred_runs: list[RunResult] = []
     gold_runs: list[RunResult] = []
     base_runs: list[RunResult] = []

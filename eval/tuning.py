@@ -29,16 +29,18 @@ def tuning_results(cache: Path) -> dict[str, str]:
             for p in sorted(cache.rglob(TUNING_GLOB)) if p.is_file()}  # fmt: skip
 
 
-def restore_tuning(cache: Path, results: Mapping[str, str]) -> int:
-    """Put autotuning results back into a task's cache (those it has are kept); a path that
-    would leave the cache, or that is not a tuning result, is ignored. How many were written."""
+def restore_tuning(cache: Path, results: Mapping[str, str], *, replace: bool = False) -> int:
+    """Put autotuning results back into a task's cache (those it has are kept, unless
+    `replace`: a prediction's cache, where an earlier prediction may have written its own
+    result for a kernel the base tuned); a path that would leave the cache, or that is not a
+    tuning result, is ignored. How many were written."""
     root = cache.resolve()
     written = 0
     for rel, text in results.items():
         path = (cache / rel).resolve()
         if not path.is_relative_to(root) or not path.name.endswith(TUNING_SUFFIX):
             continue
-        if not path.exists():
+        if replace or not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             written += 1

@@ -303,6 +303,73 @@ def test_an_interrupted_reference_resumes_from_its_finished_runs(
     assert [m[0] for m in made] == ["base-0", "gold-0"]
 
 
+def test_a_prediction_gets_the_bases_tuning_and_never_the_golds(
+    task_env, tmp_path: Path, monkeypatch
+) -> None:
+    """A model's prediction tuned every kernel from a cold cache, the ones it left as they were
+    too (a flash-linear-attention kernel's first tuning: up to 400 s on the H200). The reference
+    now keeps what the first base run tuned, before any gold run, apart (`autotune_base`), and
+    `eval score` puts that, and only that, into the prediction's own cache, over what an
+    earlier prediction left there; the gold's tuning (for a PR that retunes, the solution)
+    stays in the trusted cache."""
+    from dataclasses import replace
+
+    from core.files import write_record
+    from eval import score
+    from eval.reference import run_reference
+
+    repo, _work, tasks = task_env
+    tdir = _copy_tasks(tasks, tmp_path / "tasks")
+    real = backend(repo, tmp_path)
+    fresh = tdir.load_task()
+    trusted, own = real.tuning_cache(fresh), real.tuning_cache(fresh, Variant.PREDICTION)
+    assert trusted != own
+    base_key, gold_key = "0123abcd/add_kernel.autotune.json", "4567ef01/add_kernel.autotune.json"
+    base_text, gold_text = '{"key": [64], "base": 1}', '{"key": [64], "gold": 1}'
+    seen: dict[str, set[str]] = {}  # the tuning results in the run's cache as it started
+
+    class Tuning:
+        """The real backend; each run leaves its variant's tuning in the trusted cache, as
+        Triton does where autotuning results are cached (not in the selection's runs)."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def run(self, task, tdir, variant, run_dir, i, *args, **kwargs):
+            cache = real.tuning_cache(task, variant)
+            seen[run_dir.name] = {str(p.relative_to(cache)) for p in cache.rglob("*.autotune.json")}
+            result = real.run(task, tdir, variant, run_dir, i, *args, **kwargs)
+            caching = (kwargs.get("extra_env") or {}).get("TRITON_CACHE_AUTOTUNING") != "0"
+            if variant is not Variant.PREDICTION and caching:
+                base = variant is Variant.BASE
+                key, text = (base_key, base_text) if base else (gold_key, gold_text)
+                (trusted / key).parent.mkdir(parents=True, exist_ok=True)
+                (trusted / key).write_text(text)
+            return result
+
+    ref = run_reference(fresh, tdir, Tuning(), tmp_path / "runs", runs=2)  # type: ignore[arg-type]
+    assert ref is not None and ref.valid, ref and ref.validity_note
+    assert ref.autotune == {base_key: base_text, gold_key: gold_text}
+    assert ref.autotune_base == {base_key: base_text}
+    # an earlier prediction left its own result for the kernel the base tuned
+    (own / base_key).parent.mkdir(parents=True, exist_ok=True)
+    (own / base_key).write_text('{"key": [64], "forged": 1}')
+    monkeypatch.setattr(score, "same_machine", lambda env: True)
+    pred = {"task_id": fresh.task_id, "kernels": {"add_kernel": GOOD}}
+    row = score.score_task(tdir.load_task(), tdir, pred, Tuning(), tmp_path / "score")  # type: ignore[arg-type]
+    assert row.passed
+    assert seen["pred-0"] == {base_key} and (own / base_key).read_text() == base_text
+    assert gold_key not in {str(p.relative_to(own)) for p in own.rglob("*.autotune.json")}
+    assert seen["gold-0"] >= {base_key, gold_key}  # the trusted runs get all of it
+    # a reference made before (no `autotune_base`) gives a prediction nothing
+    write_record(tdir.path(TaskFile.REFERENCE), replace(ref, autotune_base={}))
+    import shutil
+
+    shutil.rmtree(own)
+    score.score_task(tdir.load_task(), tdir, pred, Tuning(), tmp_path / "score2")  # type: ignore[arg-type]
+    assert seen["pred-0"] == set()
+
+
 def test_a_first_run_cut_by_its_time_limit_runs_once_more(task_env, tmp_path) -> None:
     """A variant's first run compiles from a cold cache and may outlast its limit on a busy
     machine: it runs once more, and the second attempt is the run kept; a later run's
