@@ -279,7 +279,10 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
     for pattern, cls in ((_CUDA, FailureClass.CUDA_ERROR), (_COMPILE, FailureClass.COMPILE_ERROR)):
         m = pattern.search(text)
         if m:
-            return cls, False, _line_of(text, m.start())
+            detail = _line_of(text, m.start())
+            if cls is FailureClass.COMPILE_ERROR:
+                detail = _compile_cause(text, m.start(), detail)
+            return cls, False, detail
     if raw.exit_code is not None and raw.exit_code < 0:
         return FailureClass.CRASH, False, f"killed by signal {-raw.exit_code}"
     m = _INFRA.search(text)
@@ -311,6 +314,26 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
 
 
 _IMPORT_CAUSE = re.compile(r"^E\s+((?:ModuleNotFound|Import|Attribute)Error: .+)$", re.M)
+
+
+# Triton's compilation error: "at L:C:", the kernel's source down to the failing line, a caret
+# under the column, then what went wrong (pytest's report prefixes each line with "E   ")
+_KERNEL_DEF = re.compile(r"^(?:E\s+)?def (\w+)\(", re.M)
+_CARET_CAUSE = re.compile(r"^(?:E\s+)?\s*\^\s*\n(?:E\s+)?(\S.*)$", re.M)
+
+
+def _compile_cause(text: str, pos: int, line: str, window: int = 6000) -> str:
+    """`line` (the "CompilationError: at 8:4:" line) with the kernel Triton was compiling and
+    the cause under the caret: the line alone said neither (four flash-linear-attention path
+    attention tasks of 2026-12-06, whose kernels declare `T: tl.constexpr` and list it in
+    `do_not_specialize`, which Triton 3.6 refuses)."""
+    after = text[pos : pos + window]
+    cause = _CARET_CAUSE.search(after)
+    if cause is None:
+        return line
+    kernel = _KERNEL_DEF.search(after, 0, cause.start())
+    where = f" in {kernel.group(1)}" if kernel else ""
+    return f"{line}{where}: {cause.group(1).strip()}"[:300]
 
 
 def _error_lines(log: str, limit: int = 200) -> str:

@@ -17,7 +17,10 @@ RUNS = Path(__file__).parent / "data" / "runs"
 EXPECTED = {
     "passed": (FailureClass.NONE, ""),
     "test_failure": (FailureClass.TEST_FAILURE, "Tensor-likes are not close"),
-    "compile_error": (FailureClass.COMPILE_ERROR, "CompilationError"),
+    "compile_error": (
+        FailureClass.COMPILE_ERROR,
+        "CompilationError: at 4:31: in scale_kernel: NameError('scale is not defined')",
+    ),
     "cuda_error": (FailureClass.CUDA_ERROR, "illegal memory access"),
     "timeout": (FailureClass.TIMEOUT, "killed at the time limit"),
     "crash": (FailureClass.CRASH, "killed by signal 9"),
@@ -116,3 +119,29 @@ def test_an_import_error_keeps_what_could_not_be_imported() -> None:
     failure, passed, detail = classify(raw)
     assert (failure, passed) == (FailureClass.INFRA, False)
     assert "test_ce.py" in detail and "cannot import name 'libdevice'" in detail
+
+
+def test_a_compile_error_names_its_kernel_and_cause() -> None:
+    """flash-linear-attention's path attention tasks (#503, #581, #721a205a1b, #a8aff14cea)
+    ended "CompilationError: at 8:4:" and no more: the kernel and the cause sit under the
+    caret of Triton's message (here as pytest's junit message holds it, no "E" prefixes)."""
+    message = (
+        "triton.compiler.errors.CompilationError: at 3:4:\n"
+        "def householder_bwd_kernel(\n"
+        "    x, y,\n"
+        "    T: tl.constexpr,\n"
+        "    ^\n"
+        "T marked as constexpr and listed in do_not_specialize. Remove constexpr designation.\n"
+    )
+    failed = TestOutcome("tests/test_h.py::test_bwd[1]", "failed", 0.1, message)
+    raw = replace(PASSING, exit_code=1, tests=(failed,), log_text="")
+    failure, _, detail = classify(raw)
+    assert failure is FailureClass.COMPILE_ERROR
+    assert detail == ("triton.compiler.errors.CompilationError: at 3:4: in householder_bwd_kernel:"
+                      " T marked as constexpr and listed in do_not_specialize. Remove constexpr"
+                      " designation.")  # fmt: skip
+    # without the caret (a message cut short) the line stays as it was
+    cut = replace(failed, message=message.split("    ^")[0])
+    assert classify(replace(raw, tests=(cut,)))[2] == (
+        "triton.compiler.errors.CompilationError: at 3:4:"
+    )
