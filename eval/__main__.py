@@ -387,9 +387,10 @@ def cmd_oracle(args: argparse.Namespace) -> int:
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
+    from eval.compat import pinned_triton
     from eval.gate import retype
     from eval.model import Reference
-    from eval.reference import hardware_verdict, launches_seen, pinned_triton, rejudge
+    from eval.reference import hardware_verdict, launches_seen, rejudge
     from eval.workload_model import WorkloadResult
 
     n = changed = 0

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from core.frameworks import TestHints, framework
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
+from eval.compat import task_compat_env
 from eval.errors import EvalError, ExtensionError
 from eval.extensions import install_extensions
 from eval.model import FailureClass, RunResult, Variant
@@ -104,9 +105,10 @@ def time_limit(settings: RunSettings, hints: TestHints, timeout_s: float | None)
     return timeout_s if timeout_s is not None else max(settings.timeout_s, hints.min_timeout_s)
 
 
-def framework_env(task: Task) -> dict[str, str]:
-    """The framework's test hints (its registry entry's `tests.env`), multicast kept off."""
-    return {**framework(task.framework).tests.env, **MULTICAST_OFF}
+def framework_env(task: Task, tdir: TaskDir) -> dict[str, str]:
+    """The framework's test hints (its registry entry's `tests.env`), Triton's switches for
+    the Triton the task pins (`eval.compat`), multicast kept off."""
+    return {**framework(task.framework).tests.env, **task_compat_env(tdir), **MULTICAST_OFF}
 
 
 # NVLink multicast can put a shared host's GPUs out of service: every test process runs with
@@ -166,14 +168,18 @@ def _cache(settings: RunSettings, task: Task, variant: Variant) -> Path:
 
 
 def run_env(
-    task: Task, settings: RunSettings, cache: Path, extra: Mapping[str, str] | None = None
+    task: Task,
+    tdir: TaskDir,
+    settings: RunSettings,
+    cache: Path,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """What a test run adds to its environment: the framework's switches, the settings', the
     Triton cache, the caller's. Autotuning results are kept in that cache too (Triton keys them
     by the kernel's source, so base, gold and prediction never share one): a task's second and
     third runs no longer benchmark every config again."""
     return {
-        **framework_env(task),
+        **framework_env(task, tdir),
         **settings.extra_env,
         "TRITON_CACHE_DIR": str(cache),
         "TRITON_CACHE_AUTOTUNING": "1",
@@ -274,7 +280,7 @@ class LocalBackend:
             timeout_s=time_limit(self.settings, hints, timeout_s),
             policy=self.settings.sandbox,
             kernels=[k.name for k in task.kernels],
-            extra_env=run_env(task, self.settings, cache, extra_env),
+            extra_env=run_env(task, tdir, self.settings, cache, extra_env),
             isolated_timing=self.settings.isolated_timing,
             writable=(cache,),
             expected=_expected(tdir, variant),
@@ -378,7 +384,7 @@ class DockerBackend:
             **channel_env(SRC, TOOLS, kernels, self.settings.isolated_timing, hints.pythonpath),
             # frames on the container's stdout (the engine keeps its log), the key on stdin
             "TPB_VERDICT_FD": "1", "TPB_KEY_FD": "0", "HOME": "/tmp", "TMPDIR": "/tmp",
-            **framework_env(task),
+            **framework_env(task, tdir),
             **self.settings.extra_env,
             **(extra_env or {}),
         })  # fmt: skip

@@ -37,6 +37,7 @@ from curation.model import (
 from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile, patch_digest
 from eval.backends import Backend
+from eval.compat import pinned_triton
 from eval.gate import (
     decide,
     environment_label,
@@ -517,14 +518,6 @@ def launches_seen(task: Task, runs: Sequence[RunResult]) -> tuple[str, ...]:
                 line = _tensors_only(_TUPLE.sub(_fold, _GRID.sub("", k.shapes)))
                 seen[k.kernel] = line if len(line) <= LAUNCH_CHARS else line[:LAUNCH_CHARS] + "..."
     return tuple(seen[n] for n in sorted(seen))
-
-
-def pinned_triton(tdir: TaskDir) -> str | None:
-    """The Triton version the task's environment pins (env.json; None without one)."""
-    from envbuild.model import EnvSpec
-
-    spec = tdir.load(TaskFile.ENV, EnvSpec)
-    return spec.triton.value if spec is not None and spec.triton.value else None
 
 
 def rejudge(

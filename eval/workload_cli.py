@@ -310,10 +310,11 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     """The gate's verdict with the new workload: rejudged with the task's reference runs, or,
     before its tests have had any, unverified with the measured ratio as the reason."""
     from curation.model import Verification, VerificationStatus
+    from eval.compat import pinned_triton
     from eval.gate import optimization_verdict, retype
     from eval.model import Reference
     from eval.perf_scores import gpu_name
-    from eval.reference import pinned_triton, rejudge
+    from eval.reference import rejudge
 
     ref = tdir.load(TaskFile.REFERENCE, Reference)
     if ref is None or not ref.node_ids:

@@ -31,6 +31,7 @@ from core.records import to_json
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
 from eval.backends import default_cache
+from eval.compat import task_compat_env
 from eval.errors import EvalError, ExtensionError
 from eval.extensions import install_extensions
 from eval.model import Variant
@@ -83,6 +84,9 @@ class MeasureSettings:
     # threads that compile an autotuner's configs before it benchmarks them (one harness
     # process at a time: all the CPUs; eval.parallel_compile)
     compile_workers: int = field(default_factory=default_workers)
+    # the harness processes' environment besides the cache's: Triton's switches for the
+    # Triton the task pins (`eval.compat`, set per task by `measure_task`)
+    extra_env: Mapping[str, str] = field(default_factory=dict)
 
 
 # what a plan reads of a tree: Python modules, and the examples' launch scripts and YAML
@@ -176,7 +180,8 @@ def _run_once(
     # keys both by the kernel's source); a cold round compiles and autotunes as a user's first
     # call would
     cold = workload.metric is Metric.COLD_WALL_TIME
-    env = {"TRITON_CACHE_DIR": str(cache), "TRITON_CACHE_AUTOTUNING": "0" if cold else "1"}
+    env = {**settings.extra_env, "TRITON_CACHE_DIR": str(cache),
+           "TRITON_CACHE_AUTOTUNING": "0" if cold else "1"}  # fmt: skip
     if count_programs:
         env["TRITON_INTERPRET"] = "1"
     sandboxed = not (trusted and settings.trusted_unsandboxed)
@@ -519,6 +524,11 @@ def _extensions(
         log.warning("%s: %s; %s without them", task.task_id, exc, doing)
 
 
+def with_compat(settings: MeasureSettings, tdir: TaskDir) -> MeasureSettings:
+    """`settings` with Triton's switches for the Triton the task pins (`eval.compat`)."""
+    return replace(settings, extra_env={**settings.extra_env, **task_compat_env(tdir)})
+
+
 def count_task_flops(
     task: Task,
     tdir: TaskDir,
@@ -538,6 +548,7 @@ def count_task_flops(
     if workload is None or not workload.calls:
         raise EvalError("no workload call to count", task_id=task.task_id)
     root = scratch / task.task_id
+    settings = with_compat(settings, tdir)
     tree = prepare(task, tdir, store, root / "gold", Variant.GOLD)
     try:
         _extensions(task, tree, settings, "counted")
@@ -597,6 +608,7 @@ def measure_task(
     if not workload.calls:
         raise EvalError(f"the workload has no call: {workload.why}", task_id=task.task_id)
     root = scratch / task.task_id
+    settings = with_compat(settings, tdir)
     t0 = time.perf_counter()
     trees: dict[Variant, Path] = {}
     for v in (Variant.BASE, Variant.GOLD) + ((Variant.PREDICTION,) if prediction else ()):

@@ -573,13 +573,14 @@ def test_a_run_keeps_autotuning_results_in_its_own_triton_cache(task_env, tmp_pa
     from eval.sandbox import run_environment
 
     _repo, _work, tasks = task_env
-    task = only_task(tasks).load_task()
+    tdir = only_task(tasks)
+    task = tdir.load_task()
     settings = RunSettings(cache_root=tmp_path / "tc", extra_env={"TRITON_INTERPRET": "1"})
     cache = _cache(settings, task, Variant.PREDICTION)
-    env = run_env(task, settings, cache, {"TRITON_CACHE_AUTOTUNING": "0"})
+    env = run_env(task, tdir, settings, cache, {"TRITON_CACHE_AUTOTUNING": "0"})
     assert env["TRITON_CACHE_DIR"] == str(cache) and env["TRITON_INTERPRET"] == "1"
     assert env["TRITON_CACHE_AUTOTUNING"] == "0"
-    env = run_env(task, settings, cache)
+    env = run_env(task, tdir, settings, cache)
     assert env["TRITON_CACHE_AUTOTUNING"] == "1"
     assert run_environment(env)["TRITON_CACHE_AUTOTUNING"] == "1"
 

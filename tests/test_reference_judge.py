@@ -373,8 +373,8 @@ def test_a_compile_failure_on_another_triton_than_the_pinned_one_says_so(tmp_pat
     from core.files import write_record
     from curation.taskdir import TaskDir, TaskFile
     from envbuild.model import EnvSpec, Layer, LayerKind, Pin, PinSource
+    from eval.compat import pinned_triton
     from eval.gate import TRITON_DRIFT
-    from eval.reference import pinned_triton
 
     why = "E   triton.compiler.errors.CompilationError: at 60:14:"
     sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.COMPILE_ERROR, False, (), 30.0,

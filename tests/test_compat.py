@@ -1,0 +1,120 @@
+"""Triton's switches for code written for an older Triton (`eval.compat`): chosen by the
+Triton the task pins, given to its test runs and its workload harness, and what the switch
+does on this machine's Triton (a kernel compiled for an sm_90 target, no GPU needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core.files import write_record
+from curation.taskdir import TaskDir, TaskFile
+from envbuild.model import EnvSpec, Layer, LayerKind, Pin, PinSource
+from eval.compat import compat_env, pinned_triton, task_compat_env
+
+GLOBALS = "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS"
+
+
+def pinned(tmp_path: Path, triton: str | None) -> TaskDir:
+    """A task directory whose env.json pins `triton` (None: no env.json)."""
+    tdir = TaskDir(tmp_path / f"t-{triton}")
+    tdir.root.mkdir()
+    if triton is not None:
+        p = Pin("x", "1", PinSource.DEFAULT, "test")
+        layers = tuple(Layer(k, f"tag-{k}", None, "FROM scratch\n") for k in LayerKind)
+        pin = Pin("triton", triton, PinSource.DATE, "releases.json")
+        spec = EnvSpec("t", "fw", "pip-editable", "c", "2024-01-09", p, p, pin, p, (), layers)
+        write_record(tdir.path(TaskFile.ENV), spec)
+    return tdir
+
+
+@pytest.mark.parametrize(
+    ("pin", "switched"),
+    [
+        ("2.1.0", True),
+        ("2.2.0", True),
+        ("3.0.0", False),
+        ("3.6.0", False),
+        (None, False),
+        ("nightly", False),
+    ],
+)
+def test_the_switch_follows_the_pinned_triton(tmp_path: Path, pin, switched) -> None:
+    """Triton 2 read non-constexpr globals freely, 3.0 refused them: only a task pinned
+    before 3.0 gets the switch (a task pinned later whose PR fixed such a read keeps its
+    failing base, as Liger-Kernel #1275's)."""
+    tdir = pinned(tmp_path, pin)
+    assert pinned_triton(tdir) == pin
+    assert (GLOBALS in compat_env(pin)) is switched
+    assert (task_compat_env(tdir).get(GLOBALS) == "1") is switched
+
+
+def test_a_test_run_and_the_workload_harness_get_the_switch(tmp_path: Path) -> None:
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from eval.backends import MULTICAST_OFF, RunSettings, run_env
+    from eval.workload_run import MeasureSettings, with_compat
+
+    old, new = pinned(tmp_path, "2.2.0"), pinned(tmp_path, "3.4.0")
+    task = SimpleNamespace(framework="liger-kernel")  # only its framework is read
+    settings = RunSettings(extra_env={"X": "1"})
+    env = run_env(task, old, settings, tmp_path / "cache")  # type: ignore[arg-type]
+    assert env[GLOBALS] == "1" and env["X"] == "1"
+    assert all(env[k] == v for k, v in MULTICAST_OFF.items())
+    assert GLOBALS not in run_env(task, new, settings, tmp_path / "cache")  # type: ignore[arg-type]
+    # the operator's value still wins
+    off = replace(settings, extra_env={GLOBALS: "0"})
+    assert run_env(task, old, off, tmp_path / "cache")[GLOBALS] == "0"  # type: ignore[arg-type]
+    measure = MeasureSettings(extra_env={"Y": "2"})
+    assert with_compat(measure, old).extra_env == {"Y": "2", GLOBALS: "1"}
+    assert with_compat(measure, new).extra_env == {"Y": "2"}
+
+
+KERNEL = """
+import sys
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+SCALE = 2.0  # a plain float, as flash-linear-attention's early `inv_ln2`
+
+
+@triton.jit
+def scale_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * SCALE)
+
+
+src = ASTSource(scale_kernel, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 64})
+try:
+    triton.compile(src, target=GPUTarget("cuda", 90, 32))
+except Exception as exc:
+    print(type(exc).__name__, str(exc).splitlines()[-1][:80])
+    sys.exit(1)
+print("compiled")
+"""
+
+
+@pytest.mark.parametrize(("pin", "compiles"), [("2.1.0", True), ("3.6.0", False)])
+def test_the_switch_lets_a_triton_2_kernel_compile_here(tmp_path: Path, pin, compiles) -> None:
+    """This machine's Triton, compiling for sm_90 without a GPU: a kernel that reads a plain
+    global compiles with the environment of a task pinned to Triton 2.1 and fails, naming the
+    global, with that of a task pinned to 3.6."""
+    script = tmp_path / "k.py"  # a file: @triton.jit reads the kernel's source
+    script.write_text(textwrap.dedent(KERNEL))
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+           "HOME": str(tmp_path), **compat_env(pin)}  # fmt: skip
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    if compiles:
+        assert run.returncode == 0 and "compiled" in run.stdout, run.stdout + run.stderr[-500:]
+    else:
+        assert run.returncode == 1 and "Cannot access global variable SCALE" in run.stdout, (
+            run.stdout + run.stderr[-500:]
+        )
