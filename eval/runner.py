@@ -333,7 +333,10 @@ def _compile_cause(text: str, pos: int, line: str, window: int = 6000) -> str:
         return line
     kernel = _KERNEL_DEF.search(after, 0, cause.start())
     where = f" in {kernel.group(1)}" if kernel else ""
-    return f"{line}{where}: {cause.group(1).strip()}"[:300]
+    # short enough that the gate's cut of a reason keeps the cause (pytest's "E" and Triton's
+    # module path say nothing)
+    short = re.sub(r"^E\s+", "", line).replace("triton.compiler.errors.", "").rstrip(":")
+    return f"{short}{where}: {cause.group(1).strip()}"[:300]
 
 
 def _error_lines(log: str, limit: int = 200) -> str:
