@@ -137,8 +137,10 @@ def test_a_compile_error_names_its_kernel_and_cause() -> None:
     raw = replace(PASSING, exit_code=1, tests=(failed,), log_text="")
     failure, _, detail = classify(raw)
     assert failure is FailureClass.COMPILE_ERROR
-    assert detail == ("CompilationError: at 3:4 in householder_bwd_kernel: T marked as constexpr"
-                      " and listed in do_not_specialize. Remove constexpr designation.")  # fmt: skip
+    assert detail == (
+        "CompilationError: at 3:4 in householder_bwd_kernel: T marked as constexpr"
+        " and listed in do_not_specialize. Remove constexpr designation."
+    )
     # without the caret (a message cut short) the line stays as it was
     cut = replace(failed, message=message.split("    ^")[0])
     assert classify(replace(raw, tests=(cut,)))[2] == (
