@@ -5,6 +5,7 @@ folder or log name, markdown tables in logs, inside archives)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tarfile
 from pathlib import Path
@@ -49,6 +50,29 @@ def test_each_check_is_counted_from_where_the_calls_left_it(tmp_path: Path, caps
     assert coverage([str(runs), "--tasks", str(tasks)]) == 0
     out = capsys.readouterr().out
     assert "| all | 1 | 1 | 1 | 1 | 0 |" in out and "completed:" not in out
+    # a task the score refused before running it is not scored (call 73: a reference on other
+    # packages than the carried key); its table row says "no | infra" all the same
+    (runs / "lig_gold.log").write_text(
+        "| task | passed | failure | flags |\n|---|---|---|---|\n"
+        f"| {tid} | no | infra | - |\n\n{tid}: not run: EvalError: the reference ran on other"
+        " package versions than this run would\n"
+    )
+    assert coverage([str(runs), "--tasks", str(tasks), "--unscored", "gold"]) == 0
+    assert capsys.readouterr().out.split() == [tid]
+    # nor is one in a report.md beside its results.jsonl, which holds the rows that ran
+    (runs / "lig_gold.log").unlink()
+    (runs / "sgold0").mkdir()
+    (runs / "sgold0" / "report.md").write_text(
+        f"| task | passed | failure | flags |\n|---|---|---|---|\n| {tid} | no | infra | - |\n"
+    )
+    (runs / "sgold0" / "results.jsonl").write_text("")
+    assert coverage([str(runs), "--tasks", str(tasks), "--unscored", "gold"]) == 0
+    assert capsys.readouterr().out.split() == [tid]
+    shutil.rmtree(runs / "sgold0")
+    (runs / "lig_gold.log").write_text(
+        "| task | passed | failure | flags |\n|---|---|---|---|\n"
+        f"| {tid} | yes | none | - |\n| other__1__k | no | no_prediction | - |\n"
+    )
     # a row that says which check it was wins over its folder's name; a broken promise is named
     (runs / "lgold").mkdir()
     row = {"task_id": tid, "has_prediction": True, "passed": True, "oracle": "setup"}
