@@ -293,11 +293,14 @@ def select_node_ids(
         if kept_again:
             return kept_again, again
         # both runs in the record (their tests, kernels and time), the retry's failure last:
-        # the verdict's reason says the selection failed twice and how
+        # the verdict's reason says the selection failed twice and how (once, when both failed
+        # the same way: a compile error's cause then fits the reason's cut, call 73)
+        first, second = run.detail.strip(), again.detail.strip()
+        detail = (f"{second} ({RETRIED}: the same)" if first == second
+                  else f"{first[:70]} | {RETRIED}: {second}")  # fmt: skip
         return kept, replace(
             again, tests=run.tests + again.tests, kernels=run.kernels + again.kernels,
-            wall_s=run.wall_s + again.wall_s,
-            detail=f"{run.detail.strip()[:70]} | {RETRIED}: {again.detail.strip()}")  # fmt: skip
+            wall_s=run.wall_s + again.wall_s, detail=detail)  # fmt: skip
     return kept, run
 
 

@@ -268,8 +268,11 @@ def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_w
                 seen.append(dict(extra_env or {}))
                 if "TPB_SELECT_SKIP" in (extra_env or {}):
                     if not again_passes:
+                        again = (
+                            "D = 300 again" if failure is FailureClass.TEST_FAILURE else "D = 300"
+                        )
                         return replace(run(Variant.GOLD, 0, {"t.py::f[2]": "failed"}, failure),
-                                       detail="D = 300 again")  # fmt: skip
+                                       detail=again)  # fmt: skip
                     passed = run(Variant.GOLD, 0, {"t.py::f[2]": "passed"})
                     return replace(passed, tests=(replace(passed.tests[0], launched=("k",)),))
                 return replace(run(Variant.GOLD, 0, outcomes, failure), detail="D = 300")
@@ -298,6 +301,9 @@ def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_w
     assert len(seen) == 1
     _, seen = selection({"t.py::f[1]": "failed"}, FailureClass.COMPILE_ERROR)
     assert len(seen) == 2
+    # failed twice the same way: said once, so that the cause fits the verdict's reason
+    (_, record), _ = selection({"t.py::f[1]": "failed"}, FailureClass.COMPILE_ERROR, False)
+    assert record.detail == "D = 300 (again without them: the same)"
     _, seen = selection({"t.py::f[1]": "passed"}, FailureClass.NONE)
     assert len(seen) == 1
 
