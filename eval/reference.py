@@ -57,6 +57,7 @@ from eval.model import (
     VariantSummary,
 )
 from eval.pytest_plugin import format_line_ranges
+from eval.runner import compile_cause
 from eval.sandbox import Interrupted
 from eval.tuning import restore_tuning, tuning_results
 from eval.workload_model import WorkloadResult
@@ -546,12 +547,18 @@ def rejudge(
         new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, valid=valid,
                       validity_note=note)  # fmt: skip
         return new, None
+    selection = ref.selection
+    if selection is not None and selection.failure is FailureClass.COMPILE_ERROR:
+        # a compile error judged before its reason named the cause (2026-12-07): named now
+        cause = compile_cause(selection.tests)
+        if cause and cause not in selection.detail:
+            selection = replace(selection, detail=cause)
     verdict, f2p, p2p, flaky = decide(task, ref.node_ids, base, gold, ref.environment,
-                                      ref.selection, workload, triton_pin)  # fmt: skip
+                                      selection, workload, triton_pin)  # fmt: skip
     # when and on which setup state the runs were made, not when they were judged again
     verdict = replace(verdict, checked_at=task.verification.checked_at or verdict.checked_at,
                       setup=task.verification.setup)  # fmt: skip
-    new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky,
+    new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, selection=selection,
                   valid=verdict.status is VerificationStatus.VERIFIED,
                   validity_note=verdict.reason, verification=str(verdict.status))  # fmt: skip
     return new, verdict

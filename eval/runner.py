@@ -41,8 +41,8 @@ from eval.sandbox import (
 from eval.verdict import KEY_BYTES, PipeReader, Verdict, run_phases
 from eval.verdict_plugin.tpb_verdict import SITE_ENV
 
-__all__ = ["PROJECT_ROOT", "RawRun", "classify", "parse_junit", "pytest_command", "raw_run",
-           "run_pytest"]  # fmt: skip
+__all__ = ["PROJECT_ROOT", "RawRun", "classify", "compile_cause", "parse_junit", "pytest_command",
+           "raw_run", "run_pytest"]  # fmt: skip
 
 _COMPILE = re.compile(
     r"CompilationError|CompileTimeAssertionFailure|triton\.compiler\.errors|"
@@ -337,6 +337,19 @@ def _compile_cause(text: str, pos: int, line: str, window: int = 6000) -> str:
     # module path say nothing)
     short = re.sub(r"^E\s+", "", line).replace("triton.compiler.errors.", "").rstrip(":")
     return f"{short}{where}: {cause.group(1).strip()}"[:300]
+
+
+def compile_cause(tests: Sequence[TestOutcome]) -> str:
+    """Triton's compilation error in the failed tests' messages, with the kernel and the cause
+    under the caret ("" where there is none, or its cause is not in the messages): what a
+    reference judged before `_compile_cause` existed can say again (`eval.reference.rejudge`)."""
+    text = "\n".join(t.message for t in tests if t.outcome in ("failed", "error"))
+    m = _COMPILE.search(text)
+    if m is None:
+        return ""
+    line = _line_of(text, m.start())
+    detail = _compile_cause(text, m.start(), line)
+    return "" if detail == line else detail
 
 
 def _error_lines(log: str, limit: int = 200) -> str:

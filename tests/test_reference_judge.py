@@ -354,6 +354,41 @@ def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None
     assert (verdict.checked_at, verdict.setup) == ("2026-12-03T07:40:00+00:00", "0123456789abcdef")
 
 
+def test_rejudging_a_compile_error_names_its_cause_from_the_stored_messages() -> None:
+    """The 30 references whose selection failed to compile before 2026-12-07 kept "E
+    triton.compiler.errors.CompilationError: at 28:27:" and no more; their selection's test
+    messages hold Triton's message, so rejudging names the cause (a Triton 2 API here)."""
+    from eval.model import Reference, TestOutcome, VariantSummary
+
+    message = (
+        "E       triton.compiler.errors.CompilationError: at 2:27:\n"
+        "E           i_h = i_bh % H\n"
+        "E           b_b = tl.math.log2(1 - tl.math.pow(2, -5 - i_h * 1.0))\n"
+        "E                                  ^\n"
+        "E       AttributeError(\"module 'triton.language.math' has no attribute 'pow'\")\n"
+    )
+    failed = TestOutcome("tests/ops/test_retention.py::test_chunk[300]", "failed", 1.0, message)
+    old = "E       triton.compiler.errors.CompilationError: at 2:27:"
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.COMPILE_ERROR, False, (failed,), 30.0,
+                    detail=old)  # fmt: skip
+    empty = VariantSummary(0, 0, 0.0, 0.0, None, None, None)
+    ref = Reference("t", ENV, (), empty, empty, (), (), False, old, (), (), selection=sel)
+    ran = SimpleNamespace(checked_at="2026-12-06T07:40:00+00:00", setup="0123456789abcdef")
+    t = SimpleNamespace(task_type=SimpleNamespace(type=TaskType.NEW_OP), verification=ran,
+                        target_files=frozenset(), requires=Hardware(),
+                        tests=SimpleNamespace(undefined_upstream=()))  # fmt: skip
+    new, verdict = rejudge(t, ref, None, "2.1.0")
+    cause = (
+        "CompilationError: at 2:27: AttributeError(\"module 'triton.language.math' has no"
+        " attribute 'pow'\")"
+    )
+    assert verdict is not None and verdict.reason.endswith(cause), verdict
+    assert new.selection is not None and new.selection.detail == cause
+    # a detail that already names it is kept as it was
+    again, _ = rejudge(t, new, None, "2.1.0")
+    assert again.selection == new.selection
+
+
 def test_a_selection_that_collected_no_test_says_so_not_that_it_failed() -> None:
     """flash-linear-attention #d39f1ea7ab (H200, 2026-12-06): at its December 2023 commit the
     only test is a root script run under `if __name__ == "__main__"`; pytest collected nothing
