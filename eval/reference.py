@@ -364,16 +364,17 @@ def run_reference(
             node_ids, selection = select_node_ids(task, tdir, backend, run_root, caps)
         results = []
 
+    before_base: set[str] = set()
+
     def checkpoint() -> None:
         tuned = tuning_results(cache) if cache is not None else {}
-        # the base's own tuning: what the cache holds once the first base run ended and before
-        # any gold run (the first pair runs the base first; the selection tunes nothing)
-        if (
-            not base_tuned
-            and not any(r.variant is Variant.GOLD for r in results)
-            and any(r.variant is Variant.BASE for r in results)
-        ):
-            base_tuned.update(tuned)
+        # the base's own tuning: what the first base run added to the cache, before any gold
+        # run (the first pair runs the base first); what was there before it (a selection that
+        # tuned all configs: the gold's) is never the base's
+        if not any(r.variant is Variant.BASE for r in results):
+            before_base.update(tuned)
+        elif not base_tuned and not any(r.variant is Variant.GOLD for r in results):
+            base_tuned.update({k: v for k, v in tuned.items() if k not in before_base})
         saved = datetime.now(UTC).isoformat(timespec="seconds")
         kept = PartialReference(task.task_id, key, node_ids, selection, tuple(results),
                                 autotune=tuned, autotune_base=dict(base_tuned),

@@ -368,6 +368,24 @@ def test_a_prediction_gets_the_bases_tuning_and_never_the_golds(
     shutil.rmtree(own)
     score.score_task(tdir.load_task(), tdir, pred, Tuning(), tmp_path / "score2")  # type: ignore[arg-type]
     assert seen["pred-0"] == set()
+    # a selection that tunes every config (`SelectionCaps(autotune="all")`) leaves the gold's
+    # tuning in the cache before the first base run: it is not the base's
+    from eval.reference import SelectionCaps
+
+    shutil.rmtree(trusted)
+    ref = run_reference(
+        fresh,
+        tdir,
+        Tuning(),
+        tmp_path / "runs-all",
+        runs=1,
+        reselect=True,
+        caps=SelectionCaps(autotune="all"),
+        resume=False,
+    )  # type: ignore[arg-type]
+    assert ref is not None and seen["base-0"] == {gold_key}  # the selection's, already there
+    assert ref.autotune_base == {base_key: base_text}
+    assert ref.autotune == {base_key: base_text, gold_key: gold_text}
 
 
 def test_a_first_run_cut_by_its_time_limit_runs_once_more(task_env, tmp_path) -> None:
