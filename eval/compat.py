@@ -18,11 +18,13 @@ harness, so all variants compile under the same rules.
 
 from __future__ import annotations
 
+from packaging.version import InvalidVersion, Version
+
 from curation.taskdir import TaskDir, TaskFile
 
 # (the first Triton that needs the switch's help, the switch): a task pinned below gets it
-SWITCHES: tuple[tuple[tuple[int, int], dict[str, str]], ...] = (
-    ((3, 0), {"TRITON_ALLOW_NON_CONSTEXPR_GLOBALS": "1"}),
+SWITCHES: tuple[tuple[Version, dict[str, str]], ...] = (
+    (Version("3.0"), {"TRITON_ALLOW_NON_CONSTEXPR_GLOBALS": "1"}),
 )
 
 
@@ -34,18 +36,13 @@ def pinned_triton(tdir: TaskDir) -> str | None:
     return spec.triton.value if spec is not None and spec.triton.value else None
 
 
-def _major_minor(version: str) -> tuple[int, int] | None:
-    parts = version.split(".")
-    try:
-        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-    except ValueError:
-        return None
-
-
 def compat_env(pin: str | None) -> dict[str, str]:
     """The switches for code written for Triton `pin` (none without a pin, or for one that
     cannot be read)."""
-    version = _major_minor(pin) if pin else None
+    try:
+        version = Version(pin) if pin else None
+    except InvalidVersion:
+        version = None
     if version is None:
         return {}
     env: dict[str, str] = {}
