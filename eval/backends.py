@@ -35,6 +35,7 @@ from eval.runner import (
     RawRun,
     channel_env,
     classify,
+    import_layout,
     pytest_command,
     raw_run,
     run_pytest,
@@ -380,8 +381,10 @@ class DockerBackend:
         policy = self.settings.sandbox or SandboxPolicy()
         key = secrets.token_bytes(KEY_BYTES)
         kernels = [k.name for k in task.kernels]
+        mode_args, test_dirs = import_layout(files)
         env = run_environment({}, {
-            **channel_env(SRC, TOOLS, kernels, self.settings.isolated_timing, hints.pythonpath),
+            **channel_env(SRC, TOOLS, kernels, self.settings.isolated_timing,
+                          (*hints.pythonpath, *test_dirs)),
             # frames on the container's stdout (the engine keeps its log), the key on stdin
             "TPB_VERDICT_FD": "1", "TPB_KEY_FD": "0", "HOME": "/tmp", "TMPDIR": "/tmp",
             **framework_env(task, tdir),
@@ -390,7 +393,7 @@ class DockerBackend:
         })  # fmt: skip
         grant([tree], policy)
         before = snapshot(tree)
-        container = self._create(tdir, tree, files, env, policy, hints.pytest_args)
+        container = self._create(tdir, tree, files, env, policy, (*mode_args, *hints.pytest_args))
         t0 = time.perf_counter()
         timed_out = False
         try:

@@ -26,7 +26,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from eval.model import PYTEST_NO_TESTS, FailureClass, KernelTiming, TestOutcome
 from eval.protected import changes, freeze_list, snapshot
@@ -41,8 +41,8 @@ from eval.sandbox import (
 from eval.verdict import KEY_BYTES, PipeReader, Verdict, run_phases
 from eval.verdict_plugin.tpb_verdict import SITE_ENV
 
-__all__ = ["PROJECT_ROOT", "RawRun", "classify", "compile_cause", "parse_junit", "pytest_command",
-           "raw_run", "run_pytest"]  # fmt: skip
+__all__ = ["PROJECT_ROOT", "RawRun", "classify", "compile_cause", "import_layout", "parse_junit",
+           "pytest_command", "raw_run", "run_pytest"]  # fmt: skip
 
 _COMPILE = re.compile(
     r"CompilationError|CompileTimeAssertionFailure|triton\.compiler\.errors|"
@@ -88,6 +88,23 @@ def pytest_command(
         # collects whole files; its collect reports still say which file failed and why)
         "--continue-on-collection-errors", *args, *files,
     ]  # fmt: skip
+
+
+def import_layout(files: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The pytest arguments and the extra path entries (folders of the tree) for a run of
+    `files` (paths or node ids). pytest's default import mode imports a test file by its
+    basename: two files of one run with the same name in folders without `__init__.py`
+    collide, and the second is refused ("import file mismatch"; flash-linear-attention's
+    `tests/layers/test_gla.py` and `tests/ops/test_gla.py`, whose op tests then never ran: 12
+    tasks of the state, 2026-12-07). Such a run imports by path (`--import-mode=importlib`) with
+    the test files' folders on the path, where the default mode had put them, so a test's
+    `from utils import ...` of a helper beside it still resolves."""
+    paths = list(dict.fromkeys(f.split("::", 1)[0] for f in files))
+    names = [PurePosixPath(p).name for p in paths]
+    if len(set(names)) == len(names):
+        return (), ()
+    folders = dict.fromkeys(str(PurePosixPath(p).parent) for p in paths)
+    return ("--import-mode=importlib",), tuple(f for f in folders if f != ".")
 
 
 def channel_env(
@@ -149,7 +166,8 @@ def run_pytest(
     key_read, key_write = os.pipe()
     os.write(key_write, key)
     os.close(key_write)
-    extra = channel_env(workdir, PROJECT_ROOT, kernels, isolated_timing, pythonpath)
+    mode_args, test_dirs = import_layout(files)
+    extra = channel_env(workdir, PROJECT_ROOT, kernels, isolated_timing, (*pythonpath, *test_dirs))
     extra.update(TPB_VERDICT_FD=str(write_fd), TPB_KEY_FD=str(key_read))
     # Frameworks' tests often start torch.distributed on MASTER_PORT; runs side by side must
     # not share one. A single-process launch, as torchrun would describe it.
@@ -166,8 +184,9 @@ def run_pytest(
     t0 = time.perf_counter()
     try:
         with log_path.open("wb") as fh:
-            proc = spawn(pytest_command(files, python, pytest_args), mounts, policy, env,
-                         timeout_s=timeout_s, stdout=fh, pass_fds=(write_fd, key_read))  # fmt: skip
+            command = pytest_command(files, python, (*mode_args, *pytest_args))
+            proc = spawn(command, mounts, policy, env, timeout_s=timeout_s, stdout=fh,
+                         pass_fds=(write_fd, key_read))  # fmt: skip
             os.close(write_fd)
             os.close(key_read)
             write_fd = key_read = -1

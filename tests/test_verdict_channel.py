@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.runner import parse_junit, run_pytest
+from eval.runner import import_layout, parse_junit, run_pytest
 from eval.sandbox import SandboxPolicy
 from eval.verdict import PHASES, FrameReader, _combine, run_phases
 from eval.verdict_plugin.tpb_verdict import KEY_BYTES, decode_frame, encode_frame
@@ -260,3 +260,33 @@ def test_packages_the_harness_installed_beside_the_interpreter_count_as_installe
     raw = run_pytest(tree, ["test_np.py"], tmp_path / "out", timeout_s=120, policy=None,
                      isolated_timing=False)  # fmt: skip
     assert raw.tampered == () and [t.outcome for t in raw.tests] == ["passed"]
+
+
+def test_test_files_with_one_name_in_two_folders_both_run(tmp_path: Path) -> None:
+    # flash-linear-attention (2025): tests/layers/test_gla.py and tests/ops/test_gla.py, no
+    # __init__.py in either folder; pytest's default import mode refused the second file
+    # ("import file mismatch") and the op tests that reach the kernels never ran. The op tests
+    # import a helper beside them (`from utils import assert_close`).
+    tree = tmp_path / "tree"
+    for folder in ("layers", "ops"):
+        (tree / "tests" / folder).mkdir(parents=True)
+    (tree / "tests" / "layers" / "test_gla.py").write_text("def test_layer():\n    pass\n")
+    (tree / "tests" / "ops" / "utils.py").write_text("def assert_close(a, b):\n    assert a == b\n")
+    (tree / "tests" / "ops" / "test_gla.py").write_text(
+        "from utils import assert_close\n\n\ndef test_op():\n    assert_close(1, 1)\n"
+    )
+    files = ["tests/layers/test_gla.py", "tests/ops/test_gla.py::test_op"]
+    raw = run_pytest(tree, files, tmp_path / "out", timeout_s=120, policy=None,
+                     isolated_timing=False)  # fmt: skip
+    assert {t.nodeid: t.outcome for t in raw.tests} == {
+        "tests/layers/test_gla.py::test_layer": "passed",
+        "tests/ops/test_gla.py::test_op": "passed",
+    }
+    assert raw.exit_code == 0 and raw.problems == ()
+
+
+def test_a_run_without_shared_names_keeps_pytests_default_import_mode() -> None:
+    assert import_layout(["tests/test_a.py", "tests/ops/test_b.py::test_x[1]"]) == ((), ())
+    # node ids of one file are one file, not a collision
+    assert import_layout(["tests/test_a.py::t1", "tests/test_a.py::t2"]) == ((), ())
+    assert import_layout(["test_a.py", "sub/test_a.py"]) == (("--import-mode=importlib",), ("sub",))
