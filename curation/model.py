@@ -244,6 +244,12 @@ class Task:
     verification: Verification = Verification()
 
     @property
+    def named_kernel(self) -> TargetKernel | None:
+        """The kernel the task is named after (`curation.build.primary`: its most-changed
+        kernel), where its id ends with that kernel's name."""
+        return next((k for k in self.kernels if self.task_id.endswith("__" + k.name)), None)
+
+    @property
     def target_files(self) -> frozenset[str]:
         """The files of the targets and of the PR's kernels (paths at the gold commit)."""
         return frozenset({t.file for t in self.targets} | {k.file for k in self.kernels})

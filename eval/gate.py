@@ -119,7 +119,8 @@ def optimization_verdict(
     workload shows the gold's gain (`workload_verdict`); out of scope when it shows none and
     the gold's change tests for a GPU generation this one is not (Liger-Kernel #1267 on an
     H100: 1.00x, its warps chosen anew only on Blackwell); unverified otherwise."""
-    ok, why = workload_verdict(workload, [k.name for k in task.kernels])
+    named = task.named_kernel.name if task.named_kernel else None
+    ok, why = workload_verdict(workload, [k.name for k in task.kernels], named)
     if ok:
         return VerificationStatus.VERIFIED, why
     gap = arch_gap(task.requires, gpu) if why.startswith(NOT_FASTER) else None
@@ -264,10 +265,15 @@ def environment_label(env: Environment) -> str:
     return f"{env.gpu}; torch {env.torch}; triton {env.triton}; packages {env.packages_sha[:12]}"
 
 
-def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tuple[bool, str]:
+def workload_verdict(
+    result: WorkloadResult, kernels: Sequence[str] = (), named: str | None = None
+) -> tuple[bool, str]:
     """Whether an optimization's workload shows the gold's gain, and the measured ratio. With
     the task's kernel names, a size whose gold call launched none of them does not time the
-    task (on the H200, Liger-Kernel #1000's largest size tied to 0.1%)."""
+    task (on the H200, Liger-Kernel #1000's largest size tied to 0.1%); with the kernel the task
+    is named after (`Task.named_kernel`), a workload none of whose gold calls launched it does
+    not time the PR's main change (flash-linear-attention #8d8bfcd4d0 and #368, 1.00x on
+    `chunk_gla` and `l2_norm`, which launch only a side target or none of the PR's kernels)."""
     broken = [f"{c.label}: {c.error}" for c in result.calls if c.error]
     if broken:
         # the sizes that ran on both say what the failure hides (Liger-Kernel #1208 on the
@@ -287,6 +293,13 @@ def workload_verdict(result: WorkloadResult, kernels: Sequence[str] = ()) -> tup
         return False, (
             f"the workload's gold launches no target kernel: its {missed[0].label} call "
             f"launches no target kernel (it launched {seen[:200]})"
+        )
+    recorded = [c.gold_launched for c in result.calls if c.gold_launched is not None]
+    if named and recorded and not any(named in launched for launched in recorded):
+        seen = ", ".join(sorted({k for launched in recorded for k in launched})) or "none"
+        return False, (
+            f"the workload's gold never launches {named}, the kernel the task is named after "
+            f"(it launched {seen[:200]})"
         )
     # a gold call faster than the GPU can move its tensors did not do its sizes' work (its
     # grid or scalars were the test's): none of its times or outputs says anything

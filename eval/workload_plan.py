@@ -273,12 +273,47 @@ def _reexported(imported: str, modules: Set[str], defined: Set[str]) -> bool:
     return name in defined and any(m.startswith(package + ".") for m in modules)
 
 
+def named_kernel_scope(task: Task) -> tuple[str, frozenset[str], TargetNames] | None:
+    """The kernel the task is named after (`Task.named_kernel`), with its file, its wrappers'
+    files and their names; None when the task has one kernel file
+    and no other targets (the whole task is that scope) or the name matches no kernel."""
+    kernel = task.named_kernel
+    if kernel is None:
+        return None
+    names = {kernel.name} | {w.split(".")[0] for w in kernel.wrappers}
+    files = frozenset(
+        {kernel.file} | {t.file for t in task.targets if t.name.split(".")[0] in names}
+    )
+    if files == task.target_files and len(task.kernels) == 1:
+        return None
+    modules = {m for f in files if (m := module_name(f))}
+    return kernel.name, files, TargetNames(modules, names)
+
+
 def _hop_search(task: Task, view: TreeView, finder: Finder) -> tuple[list[WorkloadCall], list[str]]:
-    """`finder`'s calls of the task's code: first of the target modules' names, then, hop by
-    hop (up to `MAX_HOPS`), of the modules importing the modules reached so far. Returns the
-    calls with the finder's last note (and the hop count), or the notes of the direct search."""
-    tn = target_names(task)
-    files = task.target_files
+    """`finder`'s calls of the kernel the task is named after (`named_kernel_scope`), else of
+    any of its targets: a PR that changes several kernels is timed where its main change runs
+    (flash-linear-attention #8d8bfcd4d0's plan had timed `chunk_gla`, which launches one of its
+    targets, `chunk_gla_fwd_kernel_o`, and none of its KDA kernels: 1.00x on an H100 that said
+    nothing of the PR's own change)."""
+    scope = named_kernel_scope(task)
+    if scope is not None:
+        calls, notes = _search(scope[1], scope[2], view, finder)
+        if calls:
+            return calls, notes
+    calls, notes = _search(task.target_files, target_names(task), view, finder)
+    if calls and scope is not None:
+        notes = [f"{notes[0]}; none reaches {scope[0]}, the kernel the task is named after"]
+    return calls, notes
+
+
+def _search(
+    files: frozenset[str], tn: TargetNames, view: TreeView, finder: Finder
+) -> tuple[list[WorkloadCall], list[str]]:
+    """`finder`'s calls of the code in `files` (`tn` their modules and names): first of those
+    modules' names, then, hop by hop (up to `MAX_HOPS`), of the modules importing the modules
+    reached so far. Returns the calls with the finder's last note (and the hop count), or the
+    notes of the direct search."""
     reached, modules = set(files), set(tn.modules)
     defined = defined_names(view, files)
     imports: dict[str, set[str]] | None = None  # read at the first hop only

@@ -402,6 +402,47 @@ def test_a_benchmark_of_an_op_two_imports_away_gives_the_workload(tmp_path: Path
     assert "two imports away" in plan.tried[0]
 
 
+def test_a_pr_of_several_kernels_is_timed_where_its_named_kernel_runs(tmp_path: Path) -> None:
+    # flash-linear-attention #8d8bfcd4d0 changes KDA kernels and `chunk_gla_fwd_kernel_o`; its
+    # plan timed the first benchmark calling any target (`chunk_gla`), which launches none of
+    # the KDA kernels: 1.00x on an H100 (call 76) said nothing of the PR's main change
+    from curation.curate import main as curate
+    from mining.crawl import main as crawl
+
+    colscale = ROWSCALE.replace("rowscale", "colscale")
+    repo = TinyRepo(tmp_path / "fw")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/ops/__init__.py", "")
+    repo.write("pkg/ops/rowscale.py", ROWSCALE)
+    repo.write("pkg/ops/colscale.py", colscale)
+    repo.write("tests/test_rowscale.py", "from pkg.ops.rowscale import rowscale\n")
+    # sorted first: the old search took this script (it calls a target, the side kernel)
+    repo.write("benchmarks/ops/benchmark_a_colscale.py",
+               FLA_STYLE.replace("rowscale", "colscale"))  # fmt: skip
+    repo.write("benchmarks/ops/benchmark_rowscale.py", FLA_STYLE)
+    repo.commit("Initial commit")
+    # rowscale's kernel changes most: the task is named after it
+    repo.write("pkg/ops/rowscale.py", ROWSCALE.replace("x * w", "w * x").replace(
+        "row = tl.program_id(0)", "row = tl.program_id(0).to(tl.int64)"))  # fmt: skip
+    repo.write("pkg/ops/colscale.py", colscale.replace("x * w", "w * x"))
+    repo.commit("Speed up rowscale and colscale (#3)")
+    work, tasks = tmp_path / "work", tmp_path / "tasks"
+    assert crawl([str(repo.path), "--out", str(work), "--quiet", "--no-github"]) == 0
+    assert curate(["--work", str(work), "--out", str(tasks), "--quiet"]) == 0
+    task = task_dirs(tasks)[0].load_task()
+    assert task.task_id.endswith("__rowscale_kernel")
+    assert {k.name for k in task.kernels} == {"rowscale_kernel", "colscale_kernel"}
+    plan = plan_workload(task, _view(repo, task.base_commit), None)
+    assert plan.calls, plan.tried
+    assert plan.calls[0].entry == Entry("pkg.ops.rowscale", "rowscale", EntryKind.FUNCTION)
+    assert plan.calls[0].evidence.startswith("benchmarks/ops/benchmark_rowscale.py:")
+    # with only the side kernel's benchmark, that one is timed, and the plan says so
+    repo.rm("benchmarks/ops/benchmark_rowscale.py")
+    plan = plan_workload(task, _view(repo, repo.commit("Drop the rowscale benchmark")), None)
+    assert plan.calls and plan.calls[0].entry.name == "colscale"
+    assert "none reaches rowscale_kernel, the kernel the task is named after" in plan.tried[0]
+
+
 @pytest.mark.parametrize("layer_imports", ["pkg.ops", None])
 def test_a_module_of_the_target_s_name_counts_only_when_it_imports_the_target(
     tmp_path: Path, layer_imports: str | None
@@ -1598,6 +1639,27 @@ def test_a_size_whose_gold_launches_no_target_does_not_count() -> None:
     assert workload_verdict(result)[0]  # no kernel names given: not checked
     reached = replace(good, calls=(launched[0], replace(last, gold_launched=None)))
     assert workload_verdict(reached, ["_rms_norm_backward_kernel"])[0]  # not recorded: no claim
+
+
+def test_a_workload_that_never_launches_the_named_kernel_does_not_time_the_task() -> None:
+    """flash-linear-attention #8d8bfcd4d0 (H100, call 76): its `chunk_gla` workload launched
+    `chunk_gla_fwd_kernel_o`, a side target, and none of the KDA kernels the PR is about."""
+    good = _result(base=1.0, gold=0.5)
+    first = good.calls[0]
+    side = replace(
+        good, calls=tuple(replace(c, gold_launched=("side_kernel",)) for c in good.calls)
+    )
+    kernels = ["main_kernel", "side_kernel"]
+    assert workload_verdict(side, kernels)[0]  # every call launches a target
+    ok, why = workload_verdict(side, kernels, "main_kernel")
+    assert not ok and why == (
+        "the workload's gold never launches main_kernel, the kernel the task is named after "
+        "(it launched side_kernel)"
+    )
+    # launched by one size is enough; not recorded at all: no claim
+    one = replace(side, calls=(replace(first, gold_launched=("main_kernel",)), side.calls[1]))
+    assert workload_verdict(one, kernels, "main_kernel")[0]
+    assert workload_verdict(good, kernels, "main_kernel")[0]
 
 
 def test_a_gold_faster_than_the_gpu_can_move_its_tensors_is_no_measurement() -> None:
