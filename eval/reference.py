@@ -57,7 +57,7 @@ from eval.model import (
     VariantSummary,
 )
 from eval.pytest_plugin import format_line_ranges
-from eval.runner import compile_cause
+from eval.runner import compile_cause, failure_line, first_line
 from eval.sandbox import Interrupted
 from eval.tuning import restore_tuning, tuning_results
 from eval.workload_model import WorkloadResult
@@ -554,6 +554,12 @@ def rejudge(
         cause = compile_cause(selection.tests)
         if cause and cause not in selection.detail:
             selection = replace(selection, detail=cause)
+    if selection is not None and selection.failure is FailureClass.TEST_FAILURE:
+        # a test failure judged before its reason said pytest's own line (2026-12-07)
+        bad = next((t for t in selection.tests if t.outcome in ("failed", "error")), None)
+        old, new_line = (first_line(bad), failure_line(bad)) if bad else ("", "")
+        if old and new_line != old and selection.detail.startswith(old):
+            selection = replace(selection, detail=new_line + selection.detail[len(old) :])
     verdict, f2p, p2p, flaky = decide(task, ref.node_ids, base, gold, ref.environment,
                                       selection, workload, triton_pin)  # fmt: skip
     # when and on which setup state the runs were made, not when they were judged again

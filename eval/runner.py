@@ -41,8 +41,8 @@ from eval.sandbox import (
 from eval.verdict import KEY_BYTES, PipeReader, Verdict, run_phases
 from eval.verdict_plugin.tpb_verdict import SITE_ENV
 
-__all__ = ["PROJECT_ROOT", "RawRun", "classify", "compile_cause", "import_layout", "parse_junit",
-           "pytest_command", "raw_run", "run_pytest"]  # fmt: skip
+__all__ = ["PROJECT_ROOT", "RawRun", "classify", "compile_cause", "failure_line", "first_line",
+           "import_layout", "parse_junit", "pytest_command", "raw_run", "run_pytest"]  # fmt: skip
 
 _COMPILE = re.compile(
     r"CompilationError|CompileTimeAssertionFailure|triton\.compiler\.errors|"
@@ -325,11 +325,28 @@ def classify(raw: RawRun) -> tuple[FailureClass, bool, str]:
     if not ran:
         return FailureClass.INFRA, False, "every selected test was skipped"
     if bad:
-        first = bad[0].message.splitlines()[0] if bad[0].message.strip() else ""
-        return FailureClass.TEST_FAILURE, False, first or f"{bad[0].nodeid} {bad[0].outcome}"
+        return FailureClass.TEST_FAILURE, False, failure_line(bad[0])
     if raw.missing:
         return FailureClass.TEST_FAILURE, False, f"{raw.missing[0]} was not reported"
     return FailureClass.TEST_FAILURE, False, f"pytest exit {raw.exit_code} with no failed test"
+
+
+_E_LINE = re.compile(r"^E\s+(\S.*)$", re.M)
+
+
+def first_line(test: TestOutcome) -> str:
+    """A failed test's message's first line (what the reasons said before `failure_line`)."""
+    return test.message.splitlines()[0] if test.message.strip() else ""
+
+
+def failure_line(test: TestOutcome) -> str:
+    """What pytest says went wrong in a failed test: the first `E` line of its report
+    ("fixture 'dtype' not found", "AssertionError: ..."), else its message's first line, else
+    its node id. The first line alone was often the test's header or its parameters
+    (flash-linear-attention #9930c972f7, call 75: "file .../tests/ops/test_nsa.py, line 15"
+    for a PR test that takes a `dtype` no parametrize gives; #c805d79a07: "N = 4, T = 500")."""
+    m = _E_LINE.search(test.message)
+    return (m.group(1).strip() if m else first_line(test)) or f"{test.nodeid} {test.outcome}"
 
 
 _IMPORT_CAUSE = re.compile(r"^E\s+((?:ModuleNotFound|Import|Attribute)Error: .+)$", re.M)

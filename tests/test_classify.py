@@ -108,6 +108,21 @@ def test_a_failed_test_under_exit_zero_is_a_failure() -> None:
     assert classify(raw) == (FailureClass.TEST_FAILURE, False, "AssertionError: 1 != 2")
 
 
+def test_a_failed_tests_reason_is_pytests_error_line_not_its_header() -> None:
+    """A report's first line is often the test's header or its parameters ("N = 4, T = 500"):
+    the `E` line says what went wrong."""
+    params = (
+        "N = 4, T = 500\n\n    def test_x(N, T):\n>       assert_close(a, b)\n"
+        "E   AssertionError: dq diff: 0.125\n"
+    )
+    bad = TestOutcome("t.py::test_x[4-500]", "failed", 0.1, params)
+    raw = replace(PASSING, tests=(*PASSING.tests, bad), exit_code=1, session_exit=1)
+    assert classify(raw) == (FailureClass.TEST_FAILURE, False, "AssertionError: dq diff: 0.125")
+    silent = replace(bad, message="")
+    raw = replace(raw, tests=(*PASSING.tests, silent))
+    assert classify(raw)[2] == "t.py::test_x[4-500] failed"
+
+
 def test_an_import_error_keeps_what_could_not_be_imported() -> None:
     log = (
         "ImportError while importing test module '/t/test/test_ce.py'.\n"

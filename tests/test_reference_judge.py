@@ -389,6 +389,40 @@ def test_rejudging_a_compile_error_names_its_cause_from_the_stored_messages() ->
     assert again.selection == new.selection
 
 
+def test_rejudging_a_test_failure_says_pytests_own_line() -> None:
+    """flash-linear-attention #9930c972f7 (H100, call 75): the reason said the test's header
+    line, "file .../tests/ops/test_nsa.py, line 15"; pytest's `E` line says why: the PR's test
+    takes a `dtype` no parametrize gives. What the retry added is kept."""
+    from eval.model import Reference, TestOutcome, VariantSummary
+
+    message = (
+        "file /tmp/s/gold-0/tests/ops/test_nsa.py, line 15\n"
+        '  @pytest.mark.parametrize("T", [256, 1024])\n'
+        "  def test_parallel(\n"
+        "E       fixture 'dtype' not found\n"
+        ">       available fixtures: capsys, tmp_path\n"
+    )
+    broken = TestOutcome("tests/ops/test_nsa.py::test_parallel[256]", "error", 0.0, message)
+    old = "file /tmp/s/gold-0/tests/ops/test_nsa.py, line 15 (again without them: the same)"
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, (broken,), 30.0,
+                    detail=old)  # fmt: skip
+    empty = VariantSummary(0, 0, 0.0, 0.0, None, None, None)
+    ref = Reference("t", ENV, (), empty, empty, (), (), False, old, (), (), selection=sel)
+    ran = SimpleNamespace(checked_at="2026-12-07T14:40:00+00:00", setup="0123456789abcdef")
+    t = SimpleNamespace(task_type=SimpleNamespace(type=TaskType.FEATURE), verification=ran,
+                        target_files=frozenset(), requires=Hardware(),
+                        tests=SimpleNamespace(undefined_upstream=()))  # fmt: skip
+    new, verdict = rejudge(t, ref)
+    assert new.selection is not None
+    assert new.selection.detail == "fixture 'dtype' not found (again without them: the same)"
+    assert verdict is not None and verdict.reason == (
+        "the selection run failed (test_failure): fixture 'dtype' not found (again without "
+        "them: the same)"
+    )
+    again, _ = rejudge(t, new)
+    assert again.selection == new.selection
+
+
 def test_a_selection_that_collected_no_test_says_so_not_that_it_failed() -> None:
     """flash-linear-attention #d39f1ea7ab (H200, 2026-12-06): at its December 2023 commit the
     only test is a root script run under `if __name__ == "__main__"`; pytest collected nothing
