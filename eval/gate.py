@@ -298,8 +298,8 @@ def workload_verdict(
     if named and recorded and not any(named in launched for launched in recorded):
         seen = ", ".join(sorted({k for launched in recorded for k in launched})) or "none"
         return False, (
-            f"the workload's gold never launches {named}, the kernel the task is named after "
-            f"(it launched {seen[:200]})"
+            f"the workload's gold never launches the kernel the task is named after ({named}; "
+            f"it launched {seen[:200]})"
         )
     # a gold call faster than the GPU can move its tensors did not do its sizes' work (its
     # grid or scalars were the test's): none of its times or outputs says anything
