@@ -7,7 +7,15 @@ from types import SimpleNamespace
 
 from curation.model import Hardware, TaskType, Vendor
 from eval.gate import decide, hardware_gap
-from eval.model import Environment, FailureClass, RunResult, TestOutcome, Variant
+from eval.model import (
+    Environment,
+    FailureClass,
+    Reference,
+    RunResult,
+    TestOutcome,
+    Variant,
+    VariantSummary,
+)
 from eval.reference import judge, rejudge, summarize
 
 
@@ -354,12 +362,25 @@ def test_rejudging_a_reference_whose_selection_chose_nothing_keeps_why() -> None
     assert (verdict.checked_at, verdict.setup) == ("2026-12-03T07:40:00+00:00", "0123456789abcdef")
 
 
+def _failed_selection(
+    failure: FailureClass, test: TestOutcome, detail: str, kind: TaskType
+) -> tuple[SimpleNamespace, Reference]:
+    """A task of `kind` that ran, and its reference whose selection run failed with `test`,
+    judged before with `detail`."""
+    sel = RunResult("t", Variant.GOLD, 0, 1, failure, False, (test,), 30.0, detail=detail)
+    empty = VariantSummary(0, 0, 0.0, 0.0, None, None, None)
+    ref = Reference("t", ENV, (), empty, empty, (), (), False, detail, (), (), selection=sel)
+    ran = SimpleNamespace(checked_at="2026-12-06T07:40:00+00:00", setup="0123456789abcdef")
+    task = SimpleNamespace(task_type=SimpleNamespace(type=kind), verification=ran,
+                           target_files=frozenset(), requires=Hardware(),
+                           tests=SimpleNamespace(undefined_upstream=()))  # fmt: skip
+    return task, ref
+
+
 def test_rejudging_a_compile_error_names_its_cause_from_the_stored_messages() -> None:
     """The 30 references whose selection failed to compile before 2026-12-07 kept "E
     triton.compiler.errors.CompilationError: at 28:27:" and no more; their selection's test
     messages hold Triton's message, so rejudging names the cause (a Triton 2 API here)."""
-    from eval.model import Reference, TestOutcome, VariantSummary
-
     message = (
         "E       triton.compiler.errors.CompilationError: at 2:27:\n"
         "E           i_h = i_bh % H\n"
@@ -369,14 +390,7 @@ def test_rejudging_a_compile_error_names_its_cause_from_the_stored_messages() ->
     )
     failed = TestOutcome("tests/ops/test_retention.py::test_chunk[300]", "failed", 1.0, message)
     old = "E       triton.compiler.errors.CompilationError: at 2:27:"
-    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.COMPILE_ERROR, False, (failed,), 30.0,
-                    detail=old)  # fmt: skip
-    empty = VariantSummary(0, 0, 0.0, 0.0, None, None, None)
-    ref = Reference("t", ENV, (), empty, empty, (), (), False, old, (), (), selection=sel)
-    ran = SimpleNamespace(checked_at="2026-12-06T07:40:00+00:00", setup="0123456789abcdef")
-    t = SimpleNamespace(task_type=SimpleNamespace(type=TaskType.NEW_OP), verification=ran,
-                        target_files=frozenset(), requires=Hardware(),
-                        tests=SimpleNamespace(undefined_upstream=()))  # fmt: skip
+    t, ref = _failed_selection(FailureClass.COMPILE_ERROR, failed, old, TaskType.NEW_OP)
     new, verdict = rejudge(t, ref, None, "2.1.0")
     cause = (
         "CompilationError: at 2:27: AttributeError(\"module 'triton.language.math' has no"
@@ -393,8 +407,6 @@ def test_rejudging_a_test_failure_says_pytests_own_line() -> None:
     """flash-linear-attention #9930c972f7 (H100, call 75): the reason said the test's header
     line, "file .../tests/ops/test_nsa.py, line 15"; pytest's `E` line says why: the PR's test
     takes a `dtype` no parametrize gives. What the retry added is kept."""
-    from eval.model import Reference, TestOutcome, VariantSummary
-
     message = (
         "file /tmp/s/gold-0/tests/ops/test_nsa.py, line 15\n"
         '  @pytest.mark.parametrize("T", [256, 1024])\n'
@@ -404,14 +416,7 @@ def test_rejudging_a_test_failure_says_pytests_own_line() -> None:
     )
     broken = TestOutcome("tests/ops/test_nsa.py::test_parallel[256]", "error", 0.0, message)
     old = "file /tmp/s/gold-0/tests/ops/test_nsa.py, line 15 (again without them: the same)"
-    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, (broken,), 30.0,
-                    detail=old)  # fmt: skip
-    empty = VariantSummary(0, 0, 0.0, 0.0, None, None, None)
-    ref = Reference("t", ENV, (), empty, empty, (), (), False, old, (), (), selection=sel)
-    ran = SimpleNamespace(checked_at="2026-12-07T14:40:00+00:00", setup="0123456789abcdef")
-    t = SimpleNamespace(task_type=SimpleNamespace(type=TaskType.FEATURE), verification=ran,
-                        target_files=frozenset(), requires=Hardware(),
-                        tests=SimpleNamespace(undefined_upstream=()))  # fmt: skip
+    t, ref = _failed_selection(FailureClass.TEST_FAILURE, broken, old, TaskType.FEATURE)
     new, verdict = rejudge(t, ref)
     assert new.selection is not None
     assert new.selection.detail == "fixture 'dtype' not found (again without them: the same)"
