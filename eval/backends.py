@@ -381,7 +381,7 @@ class DockerBackend:
         policy = self.settings.sandbox or SandboxPolicy()
         key = secrets.token_bytes(KEY_BYTES)
         kernels = [k.name for k in task.kernels]
-        mode_args, test_dirs = import_layout(files)
+        mode_args, test_dirs = import_layout(files, tree)
         env = run_environment({}, {
             **channel_env(SRC, TOOLS, kernels, self.settings.isolated_timing,
                           (*hints.pythonpath, *test_dirs)),

@@ -90,16 +90,27 @@ def pytest_command(
     ]  # fmt: skip
 
 
-def import_layout(files: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def import_layout(
+    files: Sequence[str], tree: Path | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The pytest arguments and the extra path entries (folders of the tree) for a run of
-    `files` (paths or node ids). pytest's default import mode imports a test file by its
-    basename: two files of one run with the same name in folders without `__init__.py`
-    collide, and the second is refused ("import file mismatch"; flash-linear-attention's
-    `tests/layers/test_gla.py` and `tests/ops/test_gla.py`, whose op tests then never ran: 12
-    tasks of the state, 2026-12-07). Such a run imports by path (`--import-mode=importlib`) with
-    the test files' folders on the path, where the default mode had put them, so a test's
-    `from utils import ...` of a helper beside it still resolves."""
-    paths = list(dict.fromkeys(f.split("::", 1)[0] for f in files))
+    `files` (paths, node ids, or folders of `tree`, whose test modules pytest will collect).
+    pytest's default import mode imports a test file by its basename: two files of one run with
+    the same name in folders without `__init__.py` collide, and the second is refused ("import
+    file mismatch"; flash-linear-attention's `tests/layers/test_gla.py` and
+    `tests/ops/test_gla.py`, whose op tests then never ran: 12 tasks of the state, 2026-12-07,
+    most of them selection runs of the whole `tests` folder). Such a run imports by path
+    (`--import-mode=importlib`) with the test files' folders on the path, where the default
+    mode had put them, so a test's `from utils import ...` of a helper beside it resolves."""
+    paths: list[str] = []
+    for f in files:
+        path = f.split("::", 1)[0]
+        if tree is not None and (tree / path).is_dir():
+            found = {*(tree / path).rglob("test_*.py"), *(tree / path).rglob("*_test.py")}
+            paths += sorted(q.relative_to(tree).as_posix() for q in found)
+        else:
+            paths.append(path)
+    paths = list(dict.fromkeys(paths))
     names = [PurePosixPath(p).name for p in paths]
     if len(set(names)) == len(names):
         return (), ()
@@ -166,7 +177,7 @@ def run_pytest(
     key_read, key_write = os.pipe()
     os.write(key_write, key)
     os.close(key_write)
-    mode_args, test_dirs = import_layout(files)
+    mode_args, test_dirs = import_layout(files, workdir)
     extra = channel_env(workdir, PROJECT_ROOT, kernels, isolated_timing, (*pythonpath, *test_dirs))
     extra.update(TPB_VERDICT_FD=str(write_fd), TPB_KEY_FD=str(key_read))
     # Frameworks' tests often start torch.distributed on MASTER_PORT; runs side by side must

@@ -283,6 +283,13 @@ def test_test_files_with_one_name_in_two_folders_both_run(tmp_path: Path) -> Non
         "tests/ops/test_gla.py::test_op": "passed",
     }
     assert raw.exit_code == 0 and raw.problems == ()
+    # the selection run of a task without test files collects the whole folder (#1f52c84c97)
+    raw = run_pytest(tree, ["tests"], tmp_path / "out2", timeout_s=120, policy=None,
+                     isolated_timing=False)  # fmt: skip
+    assert sorted(t.nodeid for t in raw.tests if t.outcome == "passed") == [
+        "tests/layers/test_gla.py::test_layer",
+        "tests/ops/test_gla.py::test_op",
+    ]
 
 
 def test_a_run_without_shared_names_keeps_pytests_default_import_mode() -> None:
