@@ -61,6 +61,12 @@ TRITON_DRIFT = "the code does not compile on this Triton, not the task's pinned 
 # root runs under `if __name__ == "__main__"`; #d39f1ea7ab, #bdf762f839, #bd99ba2e72 had read
 # "the selection run failed (infra)", as if a rerun could help)
 NO_TEST = "no test to run: pytest collected none at this commit"
+# pytest refused test files of the selection for sharing a basename with another file of the run
+# (no `__init__.py`; its "import file mismatch"): the tests that reach the targets may be among
+# them. Runs since 2026-12-07 import such files by path (`eval.runner.import_layout`); a verdict
+# judged on a run before says so (12 flash-linear-attention selections, e.g. #1f52c84c97)
+NAME_COLLISION = "pytest refused test files of the selection for their names"
+_MISMATCH = "which is not the same as the test file we want to collect"
 OWN_CODE_GAP = "the framework's own code does not import at this commit"
 # an own-code gap whose every missing name is one the PR's tests import though its own commit
 # does not define it (curation's `tests.undefined_upstream`): a test module broken upstream, which
@@ -418,6 +424,14 @@ def _other_minor(a: str, b: str) -> bool:
     from envbuild.versions import major_minor
 
     return major_minor(a) != major_minor(b)
+
+
+def name_collisions(selection: RunResult | None) -> tuple[str, ...]:
+    """The test files pytest refused in `selection` for a name another file of the run had."""
+    tests = selection.tests if selection is not None else ()
+    return tuple(
+        dict.fromkeys(t.nodeid for t in tests if t.outcome == "error" and _MISMATCH in t.message)
+    )
 
 
 def decide(

@@ -39,10 +39,12 @@ from curation.taskdir import TaskDir, TaskFile, patch_digest
 from eval.backends import Backend
 from eval.compat import pinned_triton
 from eval.gate import (
+    NAME_COLLISION,
     decide,
     environment_label,
     fail_to_pass_possible,
     hardware_gap,
+    name_collisions,
     retype,
     target_modules,
 )
@@ -565,6 +567,11 @@ def rejudge(
     # when and on which setup state the runs were made, not when they were judged again
     verdict = replace(verdict, checked_at=task.verification.checked_at or verdict.checked_at,
                       setup=task.verification.setup)  # fmt: skip
+    lost = name_collisions(selection)
+    if lost and verdict.status is VerificationStatus.UNVERIFIED:
+        # judged on a run that lacked those files' tests: what it said is not the task's verdict
+        why = f"{NAME_COLLISION} ({', '.join(lost)}; run it again): {verdict.reason[:120]}"
+        verdict = replace(verdict, reason=why)
     new = replace(ref, fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, selection=selection,
                   valid=verdict.status is VerificationStatus.VERIFIED,
                   validity_note=verdict.reason, verification=str(verdict.status))  # fmt: skip

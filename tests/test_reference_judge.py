@@ -6,7 +6,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from curation.model import Hardware, TaskType, Vendor
-from eval.gate import decide, hardware_gap
+from eval.gate import NAME_COLLISION, decide, hardware_gap, reason_kind
 from eval.model import (
     Environment,
     FailureClass,
@@ -426,6 +426,31 @@ def test_rejudging_a_test_failure_says_pytests_own_line() -> None:
     )
     again, _ = rejudge(t, new)
     assert again.selection == new.selection
+
+
+def test_a_verdict_judged_on_a_selection_that_lost_files_to_their_names_says_so() -> None:
+    """flash-linear-attention #1f52c84c97 (H100, call 75): pytest refused
+    `tests/ops/test_gla.py` beside `tests/layers/test_gla.py`, and the verdict came from other
+    files' import errors ("missing package(s) lm_eval, ops")."""
+    refused = TestOutcome(
+        "tests/ops/test_gla.py", "error", 0.0,
+        "import file mismatch:\nimported module 'test_gla' has this __file__ attribute:\n"
+        "  /s/tests/layers/test_gla.py\nwhich is not the same as the test file we want to "
+        "collect:\n  /s/tests/ops/test_gla.py\n",
+    )  # fmt: skip
+    old = "tests/layers/test_gla.py::test_layer[2048] failed"
+    t, ref = _failed_selection(FailureClass.TEST_FAILURE, refused, old, TaskType.FEATURE)
+    _, verdict = rejudge(t, ref)
+    assert verdict is not None and verdict.status == "unverified"
+    assert verdict.reason.startswith(
+        "pytest refused test files of the selection for their names (tests/ops/test_gla.py; "
+        "run it again): the selection run failed (test_failure)"
+    )
+    assert reason_kind(verdict.reason) == NAME_COLLISION
+    # a selection whose errors are other errors is judged as before
+    other = replace(refused, message="E   ModuleNotFoundError: No module named 'lm_eval'")
+    t, ref = _failed_selection(FailureClass.TEST_FAILURE, other, old, TaskType.FEATURE)
+    assert not rejudge(t, ref)[1].reason.startswith(NAME_COLLISION)  # type: ignore[union-attr]
 
 
 def test_a_selection_that_collected_no_test_says_so_not_that_it_failed() -> None:
