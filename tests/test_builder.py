@@ -61,10 +61,11 @@ RECIPE = Recipe(
 )
 
 
-def _unavailable(message: str) -> NoReturn:
-    """Skip locally, but fail in CI, which starts an engine (see .ci/run)."""
+def unavailable(message: str) -> NoReturn:
+    """Skip locally, but fail in CI, which installs the system packages and starts an engine
+    (see .ci/run)."""
     if os.environ.get("CI", "").lower() in ("true", "1"):
-        pytest.fail(f"CI must run the Docker engine tests: {message}")
+        pytest.fail(f"CI must run these tests: {message}")
     pytest.skip(message)
 
 
@@ -85,11 +86,11 @@ def engine() -> Iterator[Builder]:
         try:
             builder = Builder.connect()
         except NoEngineError as e:
-            _unavailable(str(e))
+            unavailable(str(e))
         yield builder
         return
     if os.geteuid() != 0 or shutil.which("dockerd") is None:
-        _unavailable(
+        unavailable(
             "no Docker engine: set DOCKER_HOST, or run as root with dockerd installed "
             "(apt-get install docker.io) so that the tests start a private one"
         )
@@ -118,7 +119,7 @@ def engine() -> Iterator[Builder]:
                     private = Builder.connect(f"unix://{sock}")
         if private is None:
             tail = (tmp / "dockerd.log").read_text(errors="replace")[-1500:]
-            _unavailable(f"the private dockerd did not start:\n{tail}")
+            unavailable(f"the private dockerd did not start:\n{tail}")
         yield private
     finally:
         proc.terminate()
@@ -170,7 +171,7 @@ def find_busybox() -> Path | None:
 def busybox() -> Path:
     path = find_busybox()
     if path is None:
-        _unavailable(
+        unavailable(
             "no static busybox on PATH or in /bin, /usr/bin: the test images are built FROM "
             "scratch around it (apt-get install busybox-static)"
         )
