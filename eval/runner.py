@@ -106,7 +106,9 @@ def import_layout(
     for f in files:
         path = f.split("::", 1)[0]
         if tree is not None and (tree / path).is_dir():
-            found = {*(tree / path).rglob("test_*.py"), *(tree / path).rglob("*_test.py")}
+            # pytest's default `python_files`, in one walk of the folder
+            found = (q for q in (tree / path).rglob("*.py")
+                     if q.name.startswith("test_") or q.name.endswith("_test.py"))  # fmt: skip
             paths += sorted(q.relative_to(tree).as_posix() for q in found)
         else:
             paths.append(path)

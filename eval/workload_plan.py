@@ -275,8 +275,8 @@ def _reexported(imported: str, modules: Set[str], defined: Set[str]) -> bool:
 
 def named_kernel_scope(task: Task) -> tuple[str, frozenset[str], TargetNames] | None:
     """The kernel the task is named after (`Task.named_kernel`), with its file, its wrappers'
-    files and their names; None when the task has one kernel file
-    and no other targets (the whole task is that scope) or the name matches no kernel."""
+    files and their names; None when the task has one kernel file and no other targets (the
+    whole task is that scope) or the name matches no kernel."""
     kernel = task.named_kernel
     if kernel is None:
         return None
@@ -298,12 +298,13 @@ def _hop_search(task: Task, view: TreeView, finder: Finder) -> tuple[list[Worklo
     nothing of the PR's own change)."""
     scope = named_kernel_scope(task)
     if scope is not None:
-        calls, notes = _search(scope[1], scope[2], view, finder)
+        name, files, names = scope
+        calls, notes = _search(files, names, view, finder)
         if calls:
             return calls, notes
     calls, notes = _search(task.target_files, target_names(task), view, finder)
     if calls and scope is not None:
-        notes = [f"{notes[0]}; none reaches {scope[0]}, the kernel the task is named after"]
+        notes = [f"{notes[0]}; none reaches {name}, the kernel the task is named after"]
     return calls, notes
 
 
