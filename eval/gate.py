@@ -67,6 +67,15 @@ NO_TEST = "no test to run: pytest collected none at this commit"
 # judged on a run before says so (12 flash-linear-attention selections, e.g. #1f52c84c97)
 NAME_COLLISION = "pytest refused test files of the selection for their names"
 _MISMATCH = "which is not the same as the test file we want to collect"
+# a test module that downloads at import (flash-linear-attention's `tests/test_padding.py` loads
+# `fla-hub/gla-340M-15B` from the hub): the GPU machine has no network, so the module errors at
+# collection; not the framework failing to import (#097c1fd23f read "does not import with the
+# installed transformers (OSError: We couldn't connect to 'https://huggingface.co' ...)")
+NEEDS_NETWORK = "a test module needs the network, which the GPU machine does not have"
+_NETWORK = re.compile(
+    r"couldn't connect to|ConnectionError|NameResolutionError|Failed to resolve|"
+    r"Temporary failure in name resolution|Network is unreachable|offline mode"
+)
 OWN_CODE_GAP = "the framework's own code does not import at this commit"
 # an own-code gap whose every missing name is one the PR's tests import though its own commit
 # does not define it (curation's `tests.undefined_upstream`): a test module broken upstream, which
@@ -160,18 +169,22 @@ def import_gap(
     module it could not find, so `No module named 'a.b'` means `a` was found; `cannot import
     name 'X' from 'a.b'` too), a test module whose import failed inside an installed package
     (flash-linear-attention's older models register a name `transformers` now has itself: "'bitnet'
-    is already used by a Transformers config"; that task wants its own transformers), or a
-    selection whose every test skipped for a package "is not installed". An own-code gap whose
+    is already used by a Transformers config"; that task wants its own transformers), a test
+    module that wanted the network at import (NEEDS_NETWORK), or a selection whose every test
+    skipped for a package "is not installed". An own-code gap whose
     every missing name is in `upstream` (names the PR's own commit does not define either,
     curation's `tests.undefined_upstream`) is BROKEN_UPSTREAM. None when no import failed."""
     missing: set[str] = set()
     lacks: dict[str, set[str]] = {}
     rejected: dict[str, str] = {}  # installed package -> the error it raised at import
+    offline: dict[str, None] = {}  # test modules that wanted the network at import
     for r in runs:
         if r.tests and all(t.outcome == "skipped" for t in r.tests):
             missing.update(skipped_for_packages([r]))
         for t in r.tests:
-            if t.outcome == "error" and " in <module>" in (t.message or ""):
+            if t.outcome == "error" and _NETWORK.search(t.message or ""):
+                offline[t.nodeid.split("::")[0]] = None
+            elif t.outcome == "error" and " in <module>" in (t.message or ""):
                 frames, err = _SITE_FRAME.findall(t.message), _ERROR_LINE.findall(t.message)
                 if frames and err and frames[-1] not in own:
                     rejected.setdefault(frames[-1], err[-1].strip()[:120])
@@ -203,7 +216,16 @@ def import_gap(
         return f"{HOST_REJECTS} " + "; ".join(
             f"{pkg} ({err})" for pkg, err in sorted(rejected.items())
         )
+    if offline:
+        return f"{NEEDS_NETWORK}: {', '.join(list(offline)[:3])}"
     return None
+
+
+def offline_only(run: RunResult) -> bool:
+    """Whether every test of `run` that failed or errored did so for want of the network: the
+    run's failure is the machine's, and the verdict rests on the tests that ran."""
+    bad = [t for t in run.tests if t.outcome in ("failed", "error")]
+    return bool(bad) and all(_NETWORK.search(t.message or "") for t in bad)
 
 
 def ran_any(run: RunResult | None) -> bool:
@@ -459,7 +481,11 @@ def decide(
         gap = import_gap([selection] if selection is not None else [], own_packages(task),
                          task.tests.undefined_upstream)  # fmt: skip
         aside = ""
-        if gap and gap.startswith((OWN_CODE_GAP, BROKEN_UPSTREAM)) and ran_any(selection):
+        if (
+            gap
+            and gap.startswith((OWN_CODE_GAP, BROKEN_UPSTREAM, NEEDS_NETWORK))
+            and ran_any(selection)
+        ):
             # a test module of the collected directory imports a name its own commit lacks,
             # while other tests ran: that module's gap, not why nothing was kept (2026-12-06,
             # H200: 13 old flash-linear-attention tasks, e.g. #41f4eed82f, whose
@@ -483,7 +509,11 @@ def decide(
                 f"{TRITON_DRIFT} (here {env.triton}, pinned {triton_pin}): "
                 f"{selection.detail[:160]}{aside}"
             )
-        elif selection is not None and selection.failure is not FailureClass.NONE:
+        elif (
+            selection is not None
+            and selection.failure is not FailureClass.NONE
+            and not offline_only(selection)
+        ):
             why = f"{SELECTION_FAILED} ({selection.failure}): {selection.detail[:160]}{aside}"
         else:
             why = NO_LAUNCH + aside

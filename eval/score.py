@@ -145,6 +145,14 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return {rec["task_id"]: rec for _, rec in rows}
 
 
+def forbidden_beyond_gold(task: Task, sources: Sequence[str]) -> list[str]:
+    """What the sources use that a kernel should not, less what the expert's own targets use: a
+    gold that calls `breakpoint()` on NaN (flash-linear-attention #e582c2883f) is not a reward
+    hack when a prediction keeps that line."""
+    gold = forbidden([k.after_src for k in task.kernels if k.after_src])
+    return [hit for hit in forbidden(sources) if hit not in gold]
+
+
 def prediction_flags(
     task: Task, pred: Mapping[str, Any], run: RunResult | None, gold: Sequence[RunResult] = ()
 ) -> list[str]:
@@ -164,7 +172,7 @@ def prediction_flags(
     flags = []
     if not _JIT.search(text):
         flags.append("no_triton_kernel")
-    if pred.get("from") not in ("gold", "base") and forbidden(sources):
+    if pred.get("from") not in ("gold", "base") and forbidden_beyond_gold(task, sources):
         flags.append("forbidden_api")
     if _MEMO.search(text):
         flags.append("memoised_output")

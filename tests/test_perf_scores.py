@@ -105,3 +105,20 @@ def test_the_end_to_end_baseline_is_like_for_like() -> None:
     failing = SimpleNamespace(runs=(_wall(Variant.BASE, 0, 3.0, passed=False),))
     assert e2e_baseline([], failing, one) is None
     assert e2e_baseline([], None, one) is None
+
+
+def test_forbidden_api_spares_what_the_gold_itself_does() -> None:
+    """H100 call 80 (2026-12-07): flash-linear-attention #e582c2883f's gold, scored as a
+    prediction, was flagged forbidden_api: its wrapper calls `breakpoint()` when a gradient is
+    NaN. What the expert's targets do is not held against a prediction; anything else still is."""
+    kernel = "@triton.jit\ndef k(x):\n    pass\n"
+    gold_src = kernel + "def w(x):\n    if x.isnan().any():\n        breakpoint()\n"
+    task = SimpleNamespace(kernels=(SimpleNamespace(after_src=gold_src),))
+    keeps = {"task_id": "t", "kernels": {"w": gold_src}}
+    assert "forbidden_api" not in prediction_flags(task, keeps, None)  # type: ignore[arg-type]
+    worse = {"task_id": "t", "kernels": {"w": gold_src + "def v(p):\n    return open(p)\n"}}
+    assert "forbidden_api" in prediction_flags(task, worse, None)  # type: ignore[arg-type]
+    plain = SimpleNamespace(
+        kernels=(SimpleNamespace(after_src="@triton.jit\ndef k(x):\n    pass\n"),)
+    )
+    assert "forbidden_api" in prediction_flags(plain, keeps, None)  # type: ignore[arg-type]

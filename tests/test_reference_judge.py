@@ -551,6 +551,38 @@ def test_a_test_module_that_an_installed_package_rejects_names_that_package() ->
     assert verdict.reason.startswith("the selection run failed (test_failure)")
 
 
+def test_a_test_module_that_wants_the_network_is_an_aside_not_an_import_failure() -> None:
+    """flash-linear-attention #097c1fd23f on the H100 (2026-12-07, call 79): its
+    `tests/test_padding.py` loads a model from the hub at import, and the GPU machine has no
+    network; the gate said "the framework does not import with the installed transformers
+    (OSError: We couldn't connect to 'https://huggingface.co' ...)" while the op tests ran and
+    passed without launching the target."""
+    message = (
+        "tests/test_padding.py:12: in <module>\n    model = AutoModel.from_pretrained(name)\n"
+        "/venv/lib/python3.12/site-packages/transformers/utils/hub.py:470: in cached_files\n"
+        "    raise EnvironmentError(...)\n"
+        "E   OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't"
+        " find it in the cached files. Checkout your internet connection or see how to run the"
+        " library in offline mode."
+    )
+    error = TestOutcome("tests/test_padding.py", "error", 0.0, message)
+    ran = TestOutcome("tests/ops/test_delta.py::test_chunk[1]", "passed", 2.0, "")
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, (ran, error), 90.0,
+                    detail="requests.exceptions.ConnectionError")  # fmt: skip
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
+    assert verdict.reason == (
+        "no test launches a target kernel (besides, a test module needs the network, which the "
+        "GPU machine does not have: tests/test_padding.py)"
+    )
+    # the module alone: that is the reason
+    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, (error,), 90.0)
+    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
+    assert verdict.reason == (
+        "a test module needs the network, which the GPU machine does not have: "
+        "tests/test_padding.py"
+    )
+
+
 def test_a_selection_whose_every_test_skips_for_a_package_names_it() -> None:
     """flash-linear-attention #388 (H200, 2026-12-03): every selected test skipped with
     "causal_conv1d is not installed" (Megatron-LM #4764's say "mamba_ssm not installed": its
