@@ -13,7 +13,10 @@ site packages), and a task whose torch or Triton pin the host cannot meet is not
 environment whose own site directory holds the wheelhouse (installed offline) and which then
 sees this interpreter's site directories (a path file): the pinned packages win, torch and
 Triton come from the host.
-Refuses: a pip failure is an `EnvBuildError` naming the key and pip's last line.
+`--pool` keeps once the wheels several wheelhouses under `--out` hold (`<out>/_pool`, each
+wheelhouse naming them in its `pooled.txt`): a carry to the GPU machine holds 64 MiB.
+Refuses: a pip failure is an `EnvBuildError` naming the key and pip's last line; a pooled wheel
+the pool lacks, one naming the wheelhouse and the wheel.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ PLATFORMS = (
     "manylinux2014_x86_64", "manylinux1_x86_64",
 )  # fmt: skip
 REQUIREMENTS = "requirements.txt"
+# wheels several wheelhouses of one root hold, kept once (`pool`): a carry to the GPU machine
+# holds 64 MiB, and flash-linear-attention's wheelhouses differ only in transformers (10 MB)
+# while sharing tokenizers and huggingface-hub (3.7 MB)
+POOL = "_pool"
+POOLED = "pooled.txt"  # in a wheelhouse: the names of its wheels that live in the pool
 
 
 def package_pins(spec: EnvSpec) -> tuple[str, ...]:
@@ -185,6 +193,39 @@ def pure_wheel(requirement: str, dest: Path, pip_args: Sequence[str] = ()) -> st
     return None
 
 
+def pool(root: Path) -> int:
+    """Move every wheel that more than one wheelhouse under `root` holds into `root/_pool`
+    (once), each of those wheelhouses naming it in its `pooled.txt`; the bytes saved. Run again,
+    it pools what was added since."""
+    houses = sorted(d for d in root.iterdir() if (d / REQUIREMENTS).is_file())
+    holders: dict[str, list[Path]] = {}
+    for house in houses:
+        for wheel in house.glob("*.whl"):
+            holders.setdefault(wheel.name, []).append(house)
+    shared = root / POOL
+    saved = 0
+    for name, where in sorted(holders.items()):
+        if len(where) < 2 and not (shared / name).is_file():
+            continue
+        shared.mkdir(exist_ok=True)
+        for house in where:
+            wheel = house / name
+            if (shared / name).is_file():
+                saved += wheel.stat().st_size
+                wheel.unlink()
+            else:
+                shutil.move(str(wheel), shared / name)
+            listed = _pooled(house)
+            if name not in listed:
+                (house / POOLED).write_text("".join(f"{n}\n" for n in [*listed, name]))
+    return saved
+
+
+def _pooled(house: Path) -> list[str]:
+    path = house / POOLED
+    return path.read_text().split() if path.is_file() else []
+
+
 INSTALLED = ".installed"  # written last: a venv without it is half made
 
 
@@ -240,7 +281,15 @@ def _step(cmd: list[str], wheelhouse: Path) -> str:
 
 
 def _wheels(wheelhouse: Path) -> list[str]:
-    return sorted(str(p) for p in wheelhouse.glob("*.whl"))
+    """The wheelhouse's own wheels and those its `pooled.txt` names in the root's pool."""
+    shared = [wheelhouse.parent / POOL / name for name in _pooled(wheelhouse)]
+    missing = [p.name for p in shared if not p.is_file()]
+    if missing:
+        raise EnvBuildError(
+            f"environment {wheelhouse.name}: {wheelhouse / POOLED} names {missing[0]}, which "
+            f"{wheelhouse.parent / POOL} does not hold"
+        )
+    return sorted(str(p) for p in [*wheelhouse.glob("*.whl"), *shared])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,6 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task-file", type=Path, help="only the task ids this file lists (one a line)")
     p.add_argument("--out", type=Path, required=True, help="wheelhouse root (one folder a key)")
     p.add_argument(
+        "--pool", action="store_true",
+        help="only keep once the wheels several wheelhouses under OUT hold (OUT/_pool; each "
+        "names them in its pooled.txt), e.g. before carrying them to the GPU machine",
+    )  # fmt: skip
+    p.add_argument(
         "--plan", action="store_true",
         help="download nothing: each key with its pins, task count and whether OUT holds it, "
         "most tasks first (a carry to a GPU machine holds only a few wheelhouses)",
@@ -265,6 +319,13 @@ def main(argv: list[str] | None = None) -> int:
         "h200.txt): dependencies it already satisfies are not downloaded",
     )  # fmt: skip
     args = p.parse_args(argv)
+    if args.pool:
+        if not args.out.is_dir():
+            print(f"error: {args.out}: no such wheelhouse root", file=sys.stderr)
+            return 1
+        saved = pool(args.out)
+        print(f"pooled in {args.out / POOL}: {saved / 2**20:.1f} MB saved")
+        return 0
     host = read_host(args.host) if args.host else None
     groups: dict[str, list[str]] = {}
     pins_of: dict[str, tuple[str, ...]] = {}

@@ -14,6 +14,7 @@ import pytest
 
 from core.files import write_record
 from curation.taskdir import TaskDir, TaskFile, task_dirs
+from envbuild.errors import EnvBuildError
 from envbuild.model import EnvSpec, Layer, LayerKind, Pin, PinSource
 from envbuild.wheelhouse import env_key, package_pins, prepare_venv, read_host, trim
 from eval.__main__ import main as eval_main
@@ -265,3 +266,37 @@ def test_the_plan_ranks_wheelhouses_by_the_tasks_they_let_run_and_downloads_noth
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "none.txt: cannot read the task list" in err
     assert "\n" not in err
+
+
+def test_pooled_wheelhouses_keep_a_shared_wheel_once_and_still_install_it(tmp_path: Path) -> None:
+    """Two keys that differ in one pin and share a dependency (flash-linear-attention's
+    wheelhouses: transformers 4.47.1 / 4.49.0 beside one tokenizers): `--pool` keeps the shared
+    wheel once, and each venv still gets it; a pool that lost it is a one-line error."""
+    from envbuild.wheelhouse import POOL, POOLED
+    from envbuild.wheelhouse import main as wheelhouse_main
+
+    root = tmp_path / "wh"
+    shared = build_wheel(tmp_path / "s", "tpbbase", "1.2")
+    for version in ("1.0", "2.0"):
+        house = root / env_key([f"tpbdep=={version}"])
+        house.mkdir(parents=True)
+        own = build_wheel(tmp_path / version, "tpbdep", version, ("tpbbase>=1,<2",))
+        shutil.copy(own, house / own.name)
+        shutil.copy(shared, house / shared.name)
+        (house / "requirements.txt").write_text(f"tpbdep=={version}\n")
+    assert wheelhouse_main(["--out", str(root), "--pool"]) == 0
+    assert [p.name for p in (root / POOL).iterdir()] == [shared.name]
+    for version in ("1.0", "2.0"):
+        house = root / env_key([f"tpbdep=={version}"])
+        assert [p.name for p in house.glob("*.whl")] == [f"tpbdep-{version}-py3-none-any.whl"]
+        assert (house / POOLED).read_text().split() == [shared.name]
+        python = prepare_venv(house, tmp_path / "venvs")
+        probe = "import tpbdep, tpbbase; print(tpbdep.VERSION, tpbbase.VERSION)"
+        out = subprocess.run([str(python), "-c", probe], capture_output=True, text=True,
+                             check=True)  # fmt: skip
+        assert out.stdout.split() == [version, "1.2"]
+    assert wheelhouse_main(["--out", str(root), "--pool"]) == 0  # again: nothing moves
+    (root / POOL / shared.name).unlink()
+    house = root / env_key(["tpbdep==1.0"])
+    with pytest.raises(EnvBuildError, match=f"{POOLED} names {shared.name}"):
+        prepare_venv(house, tmp_path / "other-venvs")

@@ -11,7 +11,7 @@
 # would let run; the call takes the first two (or KEYS="k1 k2").
 # score.txt (since 2026-12-05, sixth session): the verified tasks on the carried keys the gold
 # oracle has not scored, and gold.jsonl, their gold targets (call41.sh scores them beside).
-# Usage (repository root, venv active): [KEYS=...] [NO_TEST=1] [OPT=1] [TRITON2=1] [WH_IDS=FILE] [WH_ADD=FILE] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
+# Usage (repository root, venv active): [KEYS=... | NKEYS=2] [NO_TEST=1] [OPT=1] [TRITON2=1] [WH_IDS=FILE] [WH_ADD=FILE] [EXTRA=FILE] [SCORE_EXTRA=FILE] make_carry29.sh STATE MIRRORS WHEELHOUSES
 set -euo pipefail
 state=${1:?usage: make_carry29.sh STATE MIRRORS WHEELHOUSES}; mirrors=${2:?}; wh=${3:?}
 T=$state/tasks; C=.carry/f; work=$(mktemp -d)
@@ -61,7 +61,7 @@ for td in task_dirs(root):
 PY
 cut -d' ' -f2 $work/eligible.txt > $work/eligible_ids.txt
 python -m envbuild.wheelhouse --tasks $work/tasks --task-file $work/eligible_ids.txt --out $wh --plan > $C/plan.txt
-keys=${KEYS:-$(head -n 2 $C/plan.txt | cut -d' ' -f1)}
+keys=${KEYS:-$(head -n ${NKEYS:-2} $C/plan.txt | cut -d' ' -f1)}
 for k in $keys; do grep "^$k " $work/eligible.txt | cut -d' ' -f2 || true; done > $C/wh.txt
 # WH_IDS (a file, 2026-12-06): the references to run on the carried keys instead, e.g. tasks
 # judged before that call41.sh runs again with FORCE=1 (the selection retry)
@@ -78,6 +78,9 @@ for k in $keys; do  # a wheelhouse not downloaded yet: from one of its tasks' pi
     --host envbuild/hosts/h200.txt | tail -n 1
   cp -r $wh/$k $C/wh/
 done
+# the wheels several carried keys share, kept once (2026-12-07, sixth session: tokenizers and
+# huggingface-hub, 3.7 MB a key; envbuild.wheelhouse --pool): three or four keys a carry
+python -m envbuild.wheelhouse --out $C/wh --pool
 # score.txt (2026-12-05, sixth session): the verified tasks on the carried keys whose gold the
 # oracle has not scored yet (their wheelhouse comes anyway), for call41.sh's gold streams
 python scripts/oracle_coverage.py docs/runs --tasks $T --unscored gold > $work/unscored.txt
@@ -112,4 +115,7 @@ if [ -s $C/score.txt ]; then
   python -m eval oracle --tasks $work/pack/tasks --task-file $C/score.txt \
     --repo-path flash-linear-attention=$C/fla.git --from gold --out $C/gold.jsonl | tail -n 1
 fi
+# the call's script travels in the carry (2026-12-07, sixth session): docs/runs (11 MB of
+# tracked results) can then stay behind with release/, which leaves room for more keys
+cp docs/runs/2026-12-05/call41.sh $C/
 wc -l $C/wh.txt $C/n0.txt $C/score.txt; du -sh $C
