@@ -61,6 +61,8 @@ fi
   if [ -n "${FLA_WH:-}" ]; then cat "$FLA_WH"; fi; } > $work/wh_ids.txt
 [ -s $work/wh_ids.txt ] && python -m envbuild.wheelhouse --tasks $work/tasks --task-file $work/wh_ids.txt \
   --out $C/wh --host envbuild/hosts/h200.txt | tail -n 1
+# the wheels several keys share, kept once (2026-12-07, sixth session; envbuild.wheelhouse --pool)
+[ -d $C/wh ] && python -m envbuild.wheelhouse --out $C/wh --pool
 for fw in flash-linear-attention:fla-org+flash-linear-attention:fla:"--path fla --path tests" \
           liger-kernel:linkedin+Liger-Kernel:lig:"--path src --path test" \
           megatron-lm:NVIDIA+Megatron-LM:mlm:"--path megatron --path tests"; do
@@ -71,4 +73,6 @@ for fw in flash-linear-attention:fla-org+flash-linear-attention:fla:"--path fla 
 done
 tar -C $work -czf $C/tasks.tgz tasks
 rm -rf $work
+# the call's script travels in the carry (2026-12-07, sixth session): docs/runs can stay behind
+cp docs/runs/2026-12-05/call33.sh $C/
 wc -l $C/*.txt; du -sh $C $C/*
