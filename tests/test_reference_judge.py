@@ -565,22 +565,19 @@ def test_a_test_module_that_wants_the_network_is_an_aside_not_an_import_failure(
         " find it in the cached files. Checkout your internet connection or see how to run the"
         " library in offline mode."
     )
-    error = TestOutcome("tests/test_padding.py", "error", 0.0, message)
-    ran = TestOutcome("tests/ops/test_delta.py::test_chunk[1]", "passed", 2.0, "")
-    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, (ran, error), 90.0,
-                    detail="requests.exceptions.ConnectionError")  # fmt: skip
-    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
-    assert verdict.reason == (
-        "no test launches a target kernel (besides, a test module needs the network, which the "
-        "GPU machine does not have: tests/test_padding.py)"
+
+    def reason(*tests: TestOutcome) -> str:
+        sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, tests, 90.0,
+                        detail="requests.exceptions.ConnectionError")  # fmt: skip
+        return gate(TaskType.FEATURE, [], [], [], selection=sel)[0].reason
+
+    offline = TestOutcome("tests/test_padding.py", "error", 0.0, message)
+    passed = TestOutcome("tests/ops/test_delta.py::test_chunk[1]", "passed", 2.0, "")
+    network = "a test module needs the network, which the GPU machine does not have"
+    assert reason(passed, offline) == (
+        f"no test launches a target kernel (besides, {network}: tests/test_padding.py)"
     )
-    # the module alone: that is the reason
-    sel = RunResult("t", Variant.GOLD, 0, 1, FailureClass.TEST_FAILURE, False, (error,), 90.0)
-    verdict, *_ = gate(TaskType.FEATURE, [], [], [], selection=sel)
-    assert verdict.reason == (
-        "a test module needs the network, which the GPU machine does not have: "
-        "tests/test_padding.py"
-    )
+    assert reason(offline) == f"{network}: tests/test_padding.py"  # the module alone: the reason
 
 
 def test_a_selection_whose_every_test_skips_for_a_package_names_it() -> None:
