@@ -372,13 +372,17 @@ class _KernelWatch:
     checked: int = 0  # launches whose arguments were fingerprinted
     nodes: set[str] = field(default_factory=set)  # test node ids that launched it
     company: int | None = None  # other processes on the GPU around its isolated timing (NVML)
+    # launches of other kernels that call it: a device function (`@triton.jit def exp(x)`) is
+    # never launched itself; a test exercises it by launching a kernel that calls it
+    reached: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         calls, total = self.profiled if self.profiled is not None else (self.seen, None)
         big = self.captures.largest()
         return {
-            "launched": self.seen + self.tuning + calls > 0,
-            "calls": calls,
+            "launched": self.seen + self.tuning + calls + self.reached > 0,
+            "calls": calls + self.reached,
+            "reached_through_callers": self.reached,
             "total_ms": total,
             "seen": self.seen,
             "tuning_launches": self.tuning,
@@ -392,6 +396,33 @@ class _KernelWatch:
             "written_checked_launches": self.checked,
             "launched_by": sorted(self.nodes),
         }
+
+
+def callees(fn: Any, jit_types: tuple[type, ...]) -> frozenset[str]:
+    """The names of the Triton functions a Triton function calls, transitively: the globals its
+    code names (`exp`, or `op` and `exp` for `op.exp`) that are Triton functions, resolved in
+    its module's namespace. What a launch of it runs besides itself."""
+    found: dict[str, Any] = {}
+    todo = [fn]
+    while todo:
+        py = getattr(todo.pop(), "fn", None)
+        code, names = getattr(py, "__code__", None), getattr(py, "__globals__", None)
+        if code is None or names is None:
+            continue
+        codes, words = [code], set()
+        while codes:
+            c = codes.pop()
+            words.update(c.co_names)
+            codes += [k for k in c.co_consts if hasattr(k, "co_names")]
+        values = [names.get(w) for w in words]
+        values += [getattr(m, w, None) for m in values if inspect.ismodule(m) for w in words]
+        for v in values:
+            if isinstance(v, jit_types):
+                name = getattr(getattr(v, "fn", None), "__name__", "")
+                if name and name not in found:
+                    found[name] = v
+                    todo.append(v)
+    return frozenset(found)
 
 
 def _identities(args: tuple[Any, ...]) -> tuple[int, ...]:
@@ -460,6 +491,8 @@ class KernelWatcher:
         self._paused = False
         self._node: str | None = None  # the test running now
         self._restore: list[tuple[type, str, Any]] = []
+        self._jit_types: tuple[type, ...] = ()  # Triton's function classes (`patch`)
+        self._helpers: dict[int, list[str]] = {}  # a launched kernel -> watched callees
         self._profiler: Any = None
         self._can_pause_profiler = True
         self.torch: Any = None
@@ -499,6 +532,7 @@ class KernelWatcher:
         from eval.launch_capture import launching_classes
 
         targets: list[tuple[type, str, Callable[[Any], Any]]] = []
+        self._jit_types = tuple(launching_classes())
         if self.watches:
             targets += [
                 *((cls, "run", self._wrap_run) for cls in launching_classes()),
@@ -535,6 +569,8 @@ class KernelWatcher:
             watch = None
             if not warmup and not self._paused:
                 watch = self.watches.get(getattr(getattr(kernel, "fn", None), "__name__", ""))
+                if getattr(self._local, "tuning", 0) == 0:
+                    self._reach(kernel)
             if watch is None:
                 return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             tuning = getattr(self._local, "tuning", 0) > 0
@@ -562,6 +598,21 @@ class KernelWatcher:
             return result
 
         return run
+
+    def _reach(self, kernel: Any) -> None:
+        """Count a launch of `kernel` for the watched device functions it calls."""
+        key = id(kernel)
+        helpers = self._helpers.get(key)
+        if helpers is None:
+            helpers = self._helpers[key] = [
+                n for n in callees(kernel, self._jit_types) if n in self.watches
+            ]
+        if helpers:
+            with self._lock:
+                for name in helpers:
+                    self.watches[name].reached += 1
+                    if self._node is not None:
+                        self.watches[name].nodes.add(self._node)
 
     def _wrap_bench(self, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)

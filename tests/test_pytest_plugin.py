@@ -58,10 +58,20 @@ def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def plus_one(x):
+    return x + 1
+
+
+@triton.jit
+def add_one(x):
+    return plus_one(x)
+
+
+@triton.jit
 def unwatched_kernel(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+    tl.store(x_ptr + offs, add_one(tl.load(x_ptr + offs, mask=mask)), mask=mask)
 
 
 @triton.jit
@@ -253,6 +263,22 @@ def test_read_plugin_output(interpreted: tuple[Path, dict[str, Any]]) -> None:
     assert (scale.calls, scale.total_ms, scale.isolated_ms) == (4, 0.0, None)
     assert "float32[1000]" in scale.shapes
     assert timings["never_kernel"].calls == 0
+
+
+def test_a_device_function_is_reached_through_the_kernels_that_call_it(tmp_path: Path) -> None:
+    """flash-linear-attention #720 and #664 (new `exp`, `log`, `softplus` device functions,
+    `@triton.jit def exp(x): ...`): nothing launches a device function, so no test was kept
+    ("no test launches a target kernel"). A launch of a kernel that calls one, directly or
+    through another device function, reaches it: its node ids and count are recorded."""
+    proc, report = run_plugin(tmp_path, interpret=True, kernels="plus_one,scale_kernel")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    helper = report["kernels"]["plus_one"]
+    assert helper["launched"] is True and helper["seen"] == 0
+    assert helper["reached_through_callers"] == helper["calls"] == 1  # one bump()
+    assert helper["launched_by"] == ["tests/test_ops.py::test_unwatched"]
+    assert not any("plus_one" in n for n in report["notes"])  # no "not timed" note
+    scale = report["kernels"]["scale_kernel"]  # calls no device function
+    assert scale["reached_through_callers"] == 0 and scale["calls"] == 4
 
 
 def test_without_triton_the_tests_still_run(tmp_path: Path) -> None:
