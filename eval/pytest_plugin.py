@@ -47,7 +47,7 @@ from typing import Any
 import pytest
 
 from eval.launch_capture import ArgumentSnapshot as ArgumentSnapshot  # re-exported
-from eval.launch_capture import Capture, CaptureStore, LaunchCapturer, Replay
+from eval.launch_capture import Capture, CaptureStore, LaunchCapturer, Replay, callees
 from eval.model import KernelTiming
 from eval.parallel_compile import precompiling, workers_from
 
@@ -396,33 +396,6 @@ class _KernelWatch:
             "written_checked_launches": self.checked,
             "launched_by": sorted(self.nodes),
         }
-
-
-def callees(fn: Any, jit_types: tuple[type, ...]) -> frozenset[str]:
-    """The names of the Triton functions a Triton function calls, transitively: the globals its
-    code names (`exp`, or `op` and `exp` for `op.exp`) that are Triton functions, resolved in
-    its module's namespace. What a launch of it runs besides itself."""
-    found: dict[str, Any] = {}
-    todo = [fn]
-    while todo:
-        py = getattr(todo.pop(), "fn", None)
-        code, names = getattr(py, "__code__", None), getattr(py, "__globals__", None)
-        if code is None or names is None:
-            continue
-        codes, words = [code], set()
-        while codes:
-            c = codes.pop()
-            words.update(c.co_names)
-            codes += [k for k in c.co_consts if hasattr(k, "co_names")]
-        values = [names.get(w) for w in words]
-        values += [getattr(m, w, None) for m in values if inspect.ismodule(m) for w in words]
-        for v in values:
-            if isinstance(v, jit_types):
-                name = getattr(getattr(v, "fn", None), "__name__", "")
-                if name and name not in found:
-                    found[name] = v
-                    todo.append(v)
-    return frozenset(found)
 
 
 def _identities(args: tuple[Any, ...]) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -264,10 +265,16 @@ class LaunchLog:
     """The names of the Triton kernels launched while it is active (`JITFunction.run`, and the
     interpreter's `run` under TRITON_INTERPRET=1): whether a size reaches the task's kernels."""
 
-    def __init__(self, classes: list[type]) -> None:
+    def __init__(
+        self, classes: list[type], callees: Callable[[Any, tuple[type, ...]], Any] | None = None
+    ) -> None:
         self.names: set[str] = set()
         self._classes = classes
         self._restore: list[tuple[type, Any]] = []
+        # the device functions a launched kernel calls (`launch_capture.callees`): a target that
+        # is one is reached through its callers
+        self._callees = callees
+        self._seen: set[int] = set()
 
     def __enter__(self) -> LaunchLog:
         for cls in self._classes:
@@ -278,6 +285,9 @@ class LaunchLog:
 
             def run(kernel: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
                 self.names.add(getattr(getattr(kernel, "fn", None), "__name__", "") or "?")
+                if self._callees is not None and id(kernel) not in self._seen:
+                    self._seen.add(id(kernel))
+                    self.names.update(self._callees(kernel, tuple(self._classes)))
                 return _original(kernel, *args, **kwargs)
 
             cls.run = run  # type: ignore[attr-defined]
@@ -401,7 +411,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             if job.get("save_outputs") and job["metric"] != "cold_wall_time" and not untimed:
                 # before any timing: a kernel that accumulates into its arguments would give
                 # outputs that depend on how many repetitions ran
-                with LaunchLog(launch_capture.launching_classes()) as launched:
+                classes = launch_capture.launching_classes()
+                with LaunchLog(classes, launch_capture.callees) as launched:
                     saved = call.outputs(inputs)
                 row["launched"] = sorted(launched.names)
                 torch.save(saved, out_dir / f"outputs-{i}.pt")

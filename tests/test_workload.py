@@ -2605,3 +2605,62 @@ def test_a_context_is_lost_when_synchronizing_fails() -> None:
     )
     assert context_lost(gpu(lambda: None)) == ""
     assert context_lost(SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: False))) == ""
+
+
+DEVICE_FNS = """
+import triton
+import triton.language as tl
+
+from tinyops import helpers
+
+
+@triton.jit
+def bump_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, helpers.add_one(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+"""
+
+HELPERS = """
+import triton
+import triton.language as tl  # noqa: F401 (the interpreter wants it beside a jit function)
+
+
+@triton.jit
+def plus_one(x):
+    return x + 1
+
+
+@triton.jit
+def add_one(x):
+    return plus_one(x)
+"""
+
+
+def test_the_workload_log_names_the_device_functions_a_launch_reaches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workload's gold reaches a device-function target (flash-linear-attention #720's `exp`)
+    through the kernel that calls it, here through a module (`helpers.add_one`) and another
+    device function: the size's `launched` names it, so the named-kernel and target checks of
+    the gate see it."""
+    import importlib
+
+    from eval.launch_capture import callees, launching_classes
+    from eval.workload_harness import LaunchLog
+
+    pkg = tmp_path / "tinyops"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text(HELPERS)
+    (pkg / "kernels.py").write_text(DEVICE_FNS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kernels = importlib.import_module("tinyops.kernels")
+    x = torch.zeros(8)
+    with LaunchLog(launching_classes(), callees) as log:
+        kernels.bump_kernel[(1,)](x, 8, BLOCK=8)
+    assert log.names == {"bump_kernel", "add_one", "plus_one"}
+    assert torch.equal(x, torch.ones(8))
+    with LaunchLog(launching_classes()) as plain:  # without it: the launched kernel alone
+        kernels.bump_kernel[(1,)](x, 8, BLOCK=8)
+    assert plain.names == {"bump_kernel"}
