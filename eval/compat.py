@@ -12,6 +12,9 @@ Triton that already refused such reads gets no switch: Liger-Kernel #1266's gold
 plain `LOG2_E`) failed on the Triton of its day too, and #1275 is the PR that fixed it, whose
 base must keep failing.
 
+Triton 3.0 also moved libdevice's functions out of `tl.math` (`tl.math.pow` was one); the
+second switch has the test plugin and the workload harness put them back (`eval.triton_names`).
+
 The switches go to every test run of the task (base, gold, prediction) and to its workload
 harness, so all variants compile under the same rules.
 """
@@ -23,8 +26,9 @@ from packaging.version import InvalidVersion, Version
 from curation.taskdir import TaskDir, TaskFile
 
 # (the first Triton that needs the switch's help, the switch): a task pinned below gets it
+# (TPB_TRITON2_MATH: Triton 2's `tl.math` names, `eval.triton_names`)
 SWITCHES: tuple[tuple[Version, dict[str, str]], ...] = (
-    (Version("3.0"), {"TRITON_ALLOW_NON_CONSTEXPR_GLOBALS": "1"}),
+    (Version("3.0"), {"TRITON_ALLOW_NON_CONSTEXPR_GLOBALS": "1", "TPB_TRITON2_MATH": "1"}),
 )
 
 

@@ -46,6 +46,7 @@ from typing import Any
 
 import pytest
 
+from eval import triton_names
 from eval.launch_capture import ArgumentSnapshot as ArgumentSnapshot  # re-exported
 from eval.launch_capture import Capture, CaptureStore, LaunchCapturer, Replay, callees
 from eval.model import KernelTiming
@@ -818,6 +819,9 @@ class KernelWatcher:
 
 def pytest_configure(config: Any) -> None:
     watcher = KernelWatcher(WatchConfig.from_env(os.environ))
+    if os.environ.get(triton_names.ENV) == "1" and watcher.triton_version is not None:
+        added = triton_names.alias_math()  # a task pinned to Triton 2 (eval.compat)
+        watcher.note(f"Triton 2's tl.math names put back from libdevice: {len(added)}")
     try:
         watcher.patch()
     except Exception as exc:  # an unknown Triton layout must not stop the framework's tests

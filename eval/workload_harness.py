@@ -7,9 +7,10 @@ Reads: the job (the workload's calls as JSON, the seed, the metric, where to wri
 variant's tree (imported from the working directory). Writes, in the working directory: the
 result file the job names (per call: repetition times in ms, or the error's last line) and,
 when asked, each call's outputs (`torch.save` of {path: tensor}) for the trusted harness to
-compare. Imports from the project only `eval.timing`, `eval.workload_inputs` and
-`eval.launch_capture` (no Triton or torch at their module level), `eval.parallel_compile`
-(a kernel-time job's autotuning compiles its configs on `compile_workers` threads), and for a
+compare. Imports from the project only `eval.timing`, `eval.workload_inputs`,
+`eval.launch_capture` and `eval.triton_names` (no Triton or torch at their module level),
+`eval.parallel_compile` (a kernel-time job's autotuning compiles its configs on
+`compile_workers` threads), and for a
 cold job `eval.triton_warmup`, before the variant's tree is put on the path.
 
 Rules: every call's inputs come from `seed + call index` on one generator, so base, gold and
@@ -356,6 +357,8 @@ def where(exc: BaseException, roots: list[str]) -> str:
 def run(job: dict[str, Any]) -> dict[str, Any]:
     begin = time.perf_counter()
     timing, inputs, launch_capture = _load_project()
+    if os.environ.get("TPB_TRITON2_MATH") == "1":  # a task pinned to Triton 2 (eval.compat)
+        _from_project("triton_names").alias_math()
     import torch
 
     guard = TimerGuard(torch, timing)  # before the variant's tree is on the path

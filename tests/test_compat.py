@@ -17,6 +17,7 @@ from envbuild.model import EnvSpec, Layer, LayerKind, Pin, PinSource
 from eval.compat import compat_env, pinned_triton, task_compat_env
 
 GLOBALS = "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS"
+MATH = "TPB_TRITON2_MATH"  # eval.triton_names
 
 
 def pinned(tmp_path: Path, triton: str | None) -> TaskDir:
@@ -50,6 +51,7 @@ def test_the_switch_follows_the_pinned_triton(tmp_path: Path, pin, switched) -> 
     tdir = pinned(tmp_path, pin)
     assert pinned_triton(tdir) == pin
     assert (GLOBALS in compat_env(pin)) is switched
+    assert (compat_env(pin).get(MATH) == "1") is switched
     assert (task_compat_env(tdir).get(GLOBALS) == "1") is switched
 
 
@@ -71,7 +73,7 @@ def test_a_test_run_and_the_workload_harness_get_the_switch(tmp_path: Path) -> N
     off = replace(settings, extra_env={GLOBALS: "0"})
     assert run_env(task, old, off, tmp_path / "cache")[GLOBALS] == "0"  # type: ignore[arg-type]
     measure = MeasureSettings(extra_env={"Y": "2"})
-    assert with_compat(measure, old).extra_env == {"Y": "2", GLOBALS: "1"}
+    assert with_compat(measure, old).extra_env == {"Y": "2", GLOBALS: "1", MATH: "1"}
     assert with_compat(measure, new).extra_env == {"Y": "2"}
 
 
@@ -116,5 +118,62 @@ def test_the_switch_lets_a_triton_2_kernel_compile_here(tmp_path: Path, pin, com
         assert run.returncode == 0 and "compiled" in run.stdout, run.stdout + run.stderr[-500:]
     else:
         assert run.returncode == 1 and "Cannot access global variable SCALE" in run.stdout, (
+            run.stdout + run.stderr[-500:]
+        )
+
+
+POW_KERNEL = """
+import os
+import sys
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from eval import triton_names
+
+if os.environ.get(triton_names.ENV) == "1":  # what the test plugin and the harness do
+    assert "pow" in triton_names.alias_math() and "exp" not in triton_names.alias_math()
+
+
+@triton.jit
+def pow_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    # as flash-linear-attention's retention kernels: an int base, a float exponent (Triton 2
+    # promoted the pair; Triton 3 looks (int32, fp32) up in libdevice's table and fails)
+    x = tl.load(x_ptr + offs)
+    tl.store(x_ptr + offs, tl.math.pow(x, 2.0) + tl.math.pow(2, -5 - x * 1.0))
+
+
+src = ASTSource(pow_kernel, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 64})
+try:
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
+except Exception as exc:
+    print(type(exc).__name__, str(exc).splitlines()[-1][:120])
+    sys.exit(1)
+print("compiled", "__nv_powf" in compiled.asm["llir"])
+"""
+
+
+@pytest.mark.parametrize(("pin", "compiles"), [("2.2.0", True), ("3.6.0", False)])
+def test_triton_2_math_names_compile_for_a_task_pinned_to_triton_2(
+    tmp_path: Path, pin, compiles
+) -> None:
+    """12 flash-linear-attention selections of early 2024 (Triton 2.1 / 2.2 pins) failed on
+    the H200's Triton 3.6 with "module 'triton.language.math' has no attribute 'pow'": with a
+    Triton 2 task's environment `tl.math.pow` is libdevice's again, dispatched as Triton 2 did
+    (`pow(2, x)`, an int and a float, promoted), and the kernel compiles for sm_90 calling
+    `__nv_powf`; with a Triton 3 task's it still fails."""
+    script = tmp_path / "k.py"
+    script.write_text(textwrap.dedent(POW_KERNEL))
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+           "HOME": str(tmp_path), "PYTHONPATH": str(root), **compat_env(pin)}  # fmt: skip
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    if compiles:
+        assert run.returncode == 0 and "compiled True" in run.stdout, run.stdout + run.stderr[-500:]
+    else:
+        assert run.returncode == 1 and "has no attribute 'pow'" in run.stdout, (
             run.stdout + run.stderr[-500:]
         )

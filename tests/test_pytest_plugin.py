@@ -281,6 +281,21 @@ def test_a_device_function_is_reached_through_the_kernels_that_call_it(tmp_path:
     assert scale["reached_through_callers"] == 0 and scale["calls"] == 4
 
 
+def test_the_plugin_puts_triton_2_math_names_back_when_the_task_pins_triton_2(
+    tmp_path: Path,
+) -> None:
+    """TPB_TRITON2_MATH=1 (`eval.compat`, a task pinned below Triton 3.0): the plugin aliases
+    libdevice's functions into `tl.math` before any test compiles (eval.triton_names)."""
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    _, report = run_plugin(tmp_path / "on", interpret=True, select="tests/test_torch_only.py",
+                           TPB_TRITON2_MATH="1")  # fmt: skip
+    [note] = [n for n in report["notes"] if "tl.math names" in n]
+    assert int(note.rsplit(": ", 1)[1]) > 50  # pow, log1p, tanh, ... (about 190 on Triton 3)
+    _, report = run_plugin(tmp_path / "off", interpret=True, select="tests/test_torch_only.py")
+    assert not any("tl.math names" in n for n in report["notes"])
+
+
 def test_without_triton_the_tests_still_run(tmp_path: Path) -> None:
     shim = tmp_path / "shim" / "triton"
     shim.mkdir(parents=True)

@@ -1,0 +1,73 @@
+"""Triton 2's `tl.math` names, for kernels written for it.
+
+In Triton 2.1 and 2.2 `triton.language.math` was NVIDIA's libdevice: a kernel of that era calls
+`tl.math.pow`, `tl.math.log1p`, `tl.math.tanh`. Triton 3.0 moved them to
+`triton.language.extra.cuda.libdevice` and `tl.math` kept a handful (exp, log, sqrt, ...), so
+the same kernel fails to compile on the GPU host's Triton 3.6 ("module 'triton.language.math'
+has no attribute 'pow'": 12 flash-linear-attention selections of early 2024, pinned to Triton
+2.1 or 2.2). `alias_math` puts every libdevice function `tl.math` lacks back under its old
+name, the very function Triton 3 calls libdevice's by: no name Triton 3 has is replaced.
+
+Applied where `ENV` is "1" (`eval.compat` sets it for a task pinned below Triton 3.0, for every
+variant's test runs and workload harness alike): by the kernel-watch plugin at pytest's start
+and by the workload harness before it imports the variant's tree. Compiled code only: Triton's
+interpreter runs no libdevice function (TRITON_INTERPRET=1 raises "extern_elementwise not
+supported"). Imports Triton only when called.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+ENV = "TPB_TRITON2_MATH"
+
+
+def alias_math() -> list[str]:
+    """Add to `triton.language.math` each CUDA libdevice function it lacks; the names added
+    (none where Triton has no CUDA libdevice module)."""
+    import triton.language as tl
+
+    try:
+        from triton.language.extra.cuda import libdevice
+    except ImportError:
+        return []
+    added = []
+    for name, fn in sorted(vars(libdevice).items()):
+        if name.startswith("_") or not inspect.isfunction(fn) or hasattr(tl.math, name):
+            continue
+        if fn.__module__ != libdevice.__name__:  # a helper it imported, not one of its own
+            continue
+        takes = [p for p in inspect.signature(fn).parameters if not p.startswith("_")]
+        setattr(tl.math, name, _promoting(fn) if len(takes) > 1 else fn)
+        added.append(name)
+    return added
+
+
+def _promoting(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (a libdevice function of several arguments) as Triton 2 dispatched it: arguments
+    whose types its table lacks are first brought to a common type. Triton 3 looks the types up
+    before it promotes, so `tl.math.pow(2, x)` (int32, float32), which flash-linear-attention's
+    retention kernels of early 2024 call, fails there with a KeyError; Triton 2 called
+    `__nv_powf`. Types the table has are passed as they are (`pow(x, 3)` stays `__nv_powif`)."""
+    from triton.language import core
+
+    @core.extern
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        semantic = kwargs.get("_semantic")  # Triton 3.4 and later; before, `_builder`: as is
+        if semantic is None:
+            return fn(*args, **kwargs)
+        values = [semantic.to_tensor(a) for a in args]
+        try:
+            return fn(*values, **kwargs)
+        except KeyError:  # Triton 3's lookup of a type tuple the table lacks
+            common = values[0]
+            for v in values[1:]:
+                _, common = semantic.binary_op_type_checking_impl(v, common)
+            values = [semantic.binary_op_type_checking_impl(v, common)[0] for v in values]
+            return fn(*values, **kwargs)
+
+    return call
