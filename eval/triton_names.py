@@ -1,4 +1,4 @@
-"""Triton 2's `tl.math` names, for kernels written for it.
+"""Triton 2's `tl.math` names and forms, for kernels written for it.
 
 In Triton 2.1 and 2.2 `triton.language.math` was NVIDIA's libdevice: a kernel of that era calls
 `tl.math.pow`, `tl.math.log1p`, `tl.math.tanh`. Triton 3.0 moved them to
@@ -8,11 +8,13 @@ has no attribute 'pow'": 12 flash-linear-attention selections of early 2024, pin
 2.1 or 2.2). `alias_math` puts every libdevice function `tl.math` lacks back under its old
 name, the very function Triton 3 calls libdevice's by: no name Triton 3 has is replaced.
 
-Applied where `ENV` is "1" (`eval.compat` sets it for a task pinned below Triton 3.0, for every
-variant's test runs and workload harness alike): by the kernel-watch plugin at pytest's start
-and by the workload harness before it imports the variant's tree. Compiled code only: Triton's
-interpreter runs no libdevice function (TRITON_INTERPRET=1 raises "extern_elementwise not
-supported"). Imports Triton only when called.
+`int_boundary_check` takes back the other Triton 2 form these kernels use, a single int as a
+block pointer's `boundary_check`. Applied (`apply`) where `ENV` is "1" (`eval.compat` sets it
+for a task pinned below Triton 3.0, for every variant's test runs and workload harness alike):
+by the kernel-watch plugin at pytest's start and by the workload harness before it imports
+the variant's tree. Compiled code only: Triton's interpreter runs no libdevice function
+(TRITON_INTERPRET=1 raises "extern_elementwise not supported"). Imports Triton only when
+called.
 """
 
 from __future__ import annotations
@@ -23,6 +25,41 @@ from collections.abc import Callable
 from typing import Any
 
 ENV = "TPB_TRITON2_MATH"
+
+
+def apply() -> list[str]:
+    """Everything this module gives a Triton 2 kernel: `alias_math`'s names, and
+    `int_boundary_check`; what was done, one entry each."""
+    done = [f"tl.math: {len(names)} libdevice names"] if (names := alias_math()) else []
+    if int_boundary_check():
+        done.append("boundary_check: a single int")
+    return done
+
+
+def int_boundary_check() -> bool:
+    """Let a block-pointer load or store take `boundary_check=(1)`, a single int, as Triton 2
+    did (Python reads `(1)` as 1; Triton 3 receives it as a `tl.constexpr`, whose `__iter__`
+    iterates the int: "'int' object is not iterable", flash-linear-attention #ccc55cf4b1,
+    #98233f8075, #722374cec7 of early 2024). `(0)` stays falsy, no check, as in Triton 2.
+    False where Triton has no block pointers (removed in 3.9) or was patched already."""
+    from triton.language import core, semantic
+
+    cls: Any = getattr(semantic, "TritonSemantic", None)
+    original = getattr(cls, "_canonicalize_boundary_check", None)
+    if cls is None or original is None or getattr(original, "_tpb_int", False):
+        return False
+
+    @functools.wraps(original)
+    def canonical(self: Any, boundary_check: Any, block_shape: Any) -> Any:
+        # (only a constexpr is asked for its value: a Triton tuple's attribute lookup raises
+        # ValueError, not AttributeError)
+        if isinstance(boundary_check, core.constexpr) and isinstance(boundary_check.value, int):
+            boundary_check = boundary_check.value
+        return original(self, boundary_check, block_shape)
+
+    canonical._tpb_int = True  # type: ignore[attr-defined]
+    cls._canonicalize_boundary_check = canonical
+    return True
 
 
 def alias_math() -> list[str]:

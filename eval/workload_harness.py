@@ -358,7 +358,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     begin = time.perf_counter()
     timing, inputs, launch_capture = _load_project()
     if os.environ.get("TPB_TRITON2_MATH") == "1":  # a task pinned to Triton 2 (eval.compat)
-        _from_project("triton_names").alias_math()
+        _from_project("triton_names").apply()
     import torch
 
     guard = TimerGuard(torch, timing)  # before the variant's tree is on the path

@@ -177,3 +177,66 @@ def test_triton_2_math_names_compile_for_a_task_pinned_to_triton_2(
         assert run.returncode == 1 and "has no attribute 'pow'" in run.stdout, (
             run.stdout + run.stderr[-500:]
         )
+
+
+BOUNDARY_KERNEL = """
+import os
+import sys
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from eval import triton_names
+
+if os.environ.get(triton_names.ENV) == "1":  # what the test plugin and the harness do
+    triton_names.apply()
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, T, BT: tl.constexpr, BK: tl.constexpr):
+    p_x = tl.make_block_ptr(x_ptr, (T, BK), (BK, 1), (0, 0), (BT, BK), (1, 0))
+    p_y = tl.make_block_ptr(y_ptr, (T, BK), (BK, 1), (0, 0), (BT, BK), (1, 0))
+    # Triton 2's forms, as flash-linear-attention's based kernels of early 2024 wrote them
+    b_x = tl.load(p_x, boundary_check=(0)) + tl.load(p_x, boundary_check=(1))
+    tl.store(p_y, b_x, boundary_check=(0, 1))
+
+
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "T": "i32", "BT": "constexpr", "BK": "constexpr"}
+src = ASTSource(copy_kernel, sig, constexprs={"BT": 16, "BK": 16})
+try:
+    triton.compile(src, target=GPUTarget("cuda", 90, 32))
+except Exception as exc:
+    print(type(exc).__name__, str(exc).splitlines()[-1][:120])
+    sys.exit(1)
+print("compiled")
+"""
+
+
+def _has_block_pointers() -> bool:
+    from triton.language import semantic
+
+    cls = getattr(semantic, "TritonSemantic", None)
+    return hasattr(cls, "_canonicalize_boundary_check")
+
+
+@pytest.mark.skipif(not _has_block_pointers(), reason="this Triton has no block pointers (3.9+)")
+@pytest.mark.parametrize(("pin", "compiles"), [("2.1.0", True), ("3.6.0", False)])
+def test_a_single_int_boundary_check_compiles_for_a_task_pinned_to_triton_2(
+    tmp_path: Path, pin, compiles
+) -> None:
+    """flash-linear-attention #ccc55cf4b1, #98233f8075, #722374cec7 (Triton 2.1 pins) failed on
+    the GPU host's Triton 3.6 with "'int' object is not iterable" at `boundary_check=(1)`: with
+    a Triton 2 task's environment the int is taken as Triton 2 took it. (Checked with Triton
+    3.6.0 on the CPU, 2026-12-07; this machine's Triton 3.9 removed block pointers.)"""
+    script = tmp_path / "k.py"
+    script.write_text(textwrap.dedent(BOUNDARY_KERNEL))
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+           "HOME": str(tmp_path), "PYTHONPATH": str(root), **compat_env(pin)}  # fmt: skip
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    if compiles:
+        assert run.returncode == 0 and "compiled" in run.stdout, run.stdout + run.stderr[-500:]
+    else:
+        assert run.returncode == 1 and "not iterable" in run.stdout, run.stdout + run.stderr[-500:]
