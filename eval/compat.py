@@ -27,8 +27,11 @@ from curation.taskdir import TaskDir, TaskFile
 
 # (the first Triton that needs the switch's help, the switch): a task pinned below gets it
 # (TPB_TRITON2_MATH: Triton 2's `tl.math` names, `eval.triton_names`)
+# (TPB_TRITON_DNS_CONSTEXPR: a constexpr parameter listed in do_not_specialize, refused since
+# Triton 3.5, `eval.triton_names.constexpr_over_dns`)
 SWITCHES: tuple[tuple[Version, dict[str, str]], ...] = (
     (Version("3.0"), {"TRITON_ALLOW_NON_CONSTEXPR_GLOBALS": "1", "TPB_TRITON2_MATH": "1"}),
+    (Version("3.5"), {"TPB_TRITON_DNS_CONSTEXPR": "1"}),
 )
 
 

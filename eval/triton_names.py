@@ -1,4 +1,5 @@
-"""Triton 2's `tl.math` names and forms, for kernels written for it.
+"""Forms an older Triton accepted, for kernels written for it: Triton 2's `tl.math` names and
+single-int `boundary_check`, and a constexpr listed in `do_not_specialize` (before 3.5).
 
 In Triton 2.1 and 2.2 `triton.language.math` was NVIDIA's libdevice: a kernel of that era calls
 `tl.math.pow`, `tl.math.log1p`, `tl.math.tanh`. Triton 3.0 moved them to
@@ -12,7 +13,8 @@ name, the very function Triton 3 calls libdevice's by: no name Triton 3 has is r
 block pointer's `boundary_check`. Applied (`apply`) where `ENV` is "1" (`eval.compat` sets it
 for a task pinned below Triton 3.0, for every variant's test runs and workload harness alike):
 by the kernel-watch plugin at pytest's start and by the workload harness before it imports
-the variant's tree. Compiled code only: Triton's interpreter runs no libdevice function
+the variant's tree. `constexpr_over_dns` (`DNS_ENV`, tasks pinned below Triton 3.5) likewise.
+Compiled code only: Triton's interpreter runs no libdevice function
 (TRITON_INTERPRET=1 raises "extern_elementwise not supported"). Imports Triton only when
 called.
 """
@@ -21,19 +23,52 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-ENV = "TPB_TRITON2_MATH"
+ENV = "TPB_TRITON2_MATH"  # Triton 2's forms: `alias_math`, `int_boundary_check`
+DNS_ENV = "TPB_TRITON_DNS_CONSTEXPR"  # before Triton 3.5: `constexpr_over_dns`
 
 
-def apply() -> list[str]:
-    """Everything this module gives a Triton 2 kernel: `alias_math`'s names, and
-    `int_boundary_check`; what was done, one entry each."""
-    done = [f"tl.math: {len(names)} libdevice names"] if (names := alias_math()) else []
-    if int_boundary_check():
-        done.append("boundary_check: a single int")
+def apply(env: Mapping[str, str]) -> list[str]:
+    """The forms `env` switches on (`eval.compat` sets the variables by the task's pinned
+    Triton); what was done, one entry each (nothing, and Triton not imported, when no switch
+    is on)."""
+    done = []
+    if env.get(ENV) == "1":
+        if names := alias_math():
+            done.append(f"tl.math: {len(names)} libdevice names")
+        if int_boundary_check():
+            done.append("boundary_check: a single int")
+    if env.get(DNS_ENV) == "1" and constexpr_over_dns():
+        done.append("a constexpr listed in do_not_specialize")
     return done
+
+
+def constexpr_over_dns() -> bool:
+    """Compile a parameter that is both `tl.constexpr` and listed in `do_not_specialize` as
+    Triton before 3.5 did: the constexpr is compiled in and the listing has nothing to do
+    (Triton 3.6 refuses it: "T marked as constexpr and listed in do_not_specialize", six
+    flash-linear-attention tasks pinned to Triton 3.2-3.4, the path-attention kernels and
+    #d262316b96's mean pooling). At compile time, so kernels defined before the switch (a
+    conftest's imports) get it too. False where Triton has no such check or it was patched."""
+    from triton.compiler import code_generator
+
+    cls: Any = getattr(code_generator, "CodeGenerator", None)
+    original = getattr(cls, "visit_arg", None)
+    if cls is None or original is None or getattr(original, "_tpb_dns", False):
+        return False
+
+    @functools.wraps(original)
+    def visit_arg(self: Any, node: Any) -> Any:
+        for param in getattr(getattr(self, "jit_fn", None), "params", ()):
+            if param.name == node.arg and param.is_constexpr:
+                param.do_not_specialize = param.do_not_specialize_on_alignment = False
+        return original(self, node)
+
+    visit_arg._tpb_dns = True  # type: ignore[attr-defined]
+    cls.visit_arg = visit_arg
+    return True
 
 
 def int_boundary_check() -> bool:

@@ -357,8 +357,7 @@ def where(exc: BaseException, roots: list[str]) -> str:
 def run(job: dict[str, Any]) -> dict[str, Any]:
     begin = time.perf_counter()
     timing, inputs, launch_capture = _load_project()
-    if os.environ.get("TPB_TRITON2_MATH") == "1":  # a task pinned to Triton 2 (eval.compat)
-        _from_project("triton_names").apply()
+    _from_project("triton_names").apply(os.environ)  # an older Triton's forms (eval.compat)
     import torch
 
     guard = TimerGuard(torch, timing)  # before the variant's tree is on the path

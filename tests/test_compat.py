@@ -18,6 +18,7 @@ from eval.compat import compat_env, pinned_triton, task_compat_env
 
 GLOBALS = "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS"
 MATH = "TPB_TRITON2_MATH"  # eval.triton_names
+DNS = "TPB_TRITON_DNS_CONSTEXPR"
 
 
 def pinned(tmp_path: Path, triton: str | None) -> TaskDir:
@@ -73,8 +74,8 @@ def test_a_test_run_and_the_workload_harness_get_the_switch(tmp_path: Path) -> N
     off = replace(settings, extra_env={GLOBALS: "0"})
     assert run_env(task, old, off, tmp_path / "cache")[GLOBALS] == "0"  # type: ignore[arg-type]
     measure = MeasureSettings(extra_env={"Y": "2"})
-    assert with_compat(measure, old).extra_env == {"Y": "2", GLOBALS: "1", MATH: "1"}
-    assert with_compat(measure, new).extra_env == {"Y": "2"}
+    assert with_compat(measure, old).extra_env == {"Y": "2", GLOBALS: "1", MATH: "1", DNS: "1"}
+    assert with_compat(measure, new).extra_env == {"Y": "2", DNS: "1"}  # 3.4: before 3.5
 
 
 KERNEL = """
@@ -189,8 +190,7 @@ from triton.compiler import ASTSource
 
 from eval import triton_names
 
-if os.environ.get(triton_names.ENV) == "1":  # what the test plugin and the harness do
-    triton_names.apply()
+triton_names.apply(os.environ)  # what the test plugin and the harness do
 
 
 @triton.jit
@@ -240,3 +240,56 @@ def test_a_single_int_boundary_check_compiles_for_a_task_pinned_to_triton_2(
         assert run.returncode == 0 and "compiled" in run.stdout, run.stdout + run.stderr[-500:]
     else:
         assert run.returncode == 1 and "not iterable" in run.stdout, run.stdout + run.stderr[-500:]
+
+
+DNS_KERNEL = """
+import os
+import sys
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from eval import triton_names
+
+triton_names.apply(os.environ)  # what the test plugin and the harness do
+
+
+@triton.jit(do_not_specialize=["T"])
+def mean_kernel(x_ptr, y_ptr, T: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < T) / T)
+
+
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "T": "constexpr", "BLOCK": "constexpr"}
+src = ASTSource(mean_kernel, sig, constexprs={"T": 100, "BLOCK": 128})
+try:
+    triton.compile(src, target=GPUTarget("cuda", 90, 32))
+except Exception as exc:
+    print(type(exc).__name__, str(exc).splitlines()[-1][:120])
+    sys.exit(1)
+print("compiled")
+"""
+
+
+@pytest.mark.parametrize(("pin", "compiles"), [("3.3.0", True), ("3.6.0", False)])
+def test_a_constexpr_listed_in_do_not_specialize_compiles_for_a_task_pinned_before_3_5(
+    tmp_path: Path, pin, compiles
+) -> None:
+    """Six flash-linear-attention tasks pinned to Triton 3.2-3.4 (the path-attention kernels,
+    #d262316b96's mean pooling) declare `T` both `tl.constexpr` and in `do_not_specialize`,
+    which the GPU host's Triton 3.6 refuses: with such a task's environment the constexpr is
+    compiled in, as their Triton did; with a 3.6 task's it is still refused."""
+    script = tmp_path / "k.py"
+    script.write_text(textwrap.dedent(DNS_KERNEL))
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+           "HOME": str(tmp_path), "PYTHONPATH": str(root), **compat_env(pin)}  # fmt: skip
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    if compiles:
+        assert run.returncode == 0 and "compiled" in run.stdout, run.stdout + run.stderr[-500:]
+    else:
+        assert run.returncode == 1 and "marked as constexpr" in run.stdout, (
+            run.stdout + run.stderr[-500:]
+        )
