@@ -104,26 +104,37 @@ print("compiled")
 """
 
 
+def compile_for(
+    tmp_path: Path, kernel: str, pin: str, compiles: bool, refusal: str, expect: str = "compiled"
+) -> None:
+    """Run `kernel` (a script compiling for sm_90, no GPU needed) with the environment of a
+    task pinned to Triton `pin`: it prints `expect` when `compiles`, else fails naming
+    `refusal`. The project is on its path (`eval.triton_names`, as the test plugin has it)."""
+    script = tmp_path / "k.py"  # a file: @triton.jit reads the kernel's source
+    script.write_text(textwrap.dedent(kernel))
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+           "HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           **compat_env(pin)}  # fmt: skip
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    log = run.stdout + run.stderr[-500:]
+    if compiles:
+        assert run.returncode == 0 and expect in run.stdout, log
+    else:
+        assert run.returncode == 1 and refusal in run.stdout, log
+
+
 @pytest.mark.parametrize(("pin", "compiles"), [("2.1.0", True), ("3.6.0", False)])
 def test_the_switch_lets_a_triton_2_kernel_compile_here(tmp_path: Path, pin, compiles) -> None:
     """This machine's Triton, compiling for sm_90 without a GPU: a kernel that reads a plain
     global compiles with the environment of a task pinned to Triton 2.1 and fails, naming the
     global, with that of a task pinned to 3.6."""
-    script = tmp_path / "k.py"  # a file: @triton.jit reads the kernel's source
-    script.write_text(textwrap.dedent(KERNEL))
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
-           "HOME": str(tmp_path), **compat_env(pin)}  # fmt: skip
-    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
-    if compiles:
-        assert run.returncode == 0 and "compiled" in run.stdout, run.stdout + run.stderr[-500:]
-    else:
-        assert run.returncode == 1 and "Cannot access global variable SCALE" in run.stdout, (
-            run.stdout + run.stderr[-500:]
-        )
+    compile_for(tmp_path, KERNEL, pin, compiles, "Cannot access global variable SCALE")
 
 
-POW_KERNEL = """
+# a script's opening and end: the switches as the test plugin and the harness apply them, and
+# the compile for sm_90 (no GPU needed) that prints "compiled" and whether it calls __nv_powf
+SCRIPT_HEAD = """
 import os
 import sys
 import triton
@@ -133,8 +144,24 @@ from triton.compiler import ASTSource
 
 from eval import triton_names
 
-if os.environ.get(triton_names.ENV) == "1":  # what the test plugin and the harness do
-    assert "pow" in triton_names.alias_math() and "exp" not in triton_names.alias_math()
+triton_names.apply(os.environ)
+"""
+
+SCRIPT_TAIL = """
+try:
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
+except Exception as exc:
+    print(type(exc).__name__, str(exc).splitlines()[-1][:120])
+    sys.exit(1)
+print("compiled", "__nv_powf" in compiled.asm["llir"])
+"""
+
+POW_KERNEL = (
+    SCRIPT_HEAD
+    + """
+if os.environ.get(triton_names.ENV) == "1":  # nothing Triton 3 has is replaced
+    import triton.language.extra.cuda.libdevice as libdevice
+    assert tl.math.exp is not libdevice.exp
 
 
 @triton.jit
@@ -147,13 +174,9 @@ def pow_kernel(x_ptr, BLOCK: tl.constexpr):
 
 
 src = ASTSource(pow_kernel, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 64})
-try:
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32))
-except Exception as exc:
-    print(type(exc).__name__, str(exc).splitlines()[-1][:120])
-    sys.exit(1)
-print("compiled", "__nv_powf" in compiled.asm["llir"])
 """
+    + SCRIPT_TAIL
+)
 
 
 @pytest.mark.parametrize(("pin", "compiles"), [("2.2.0", True), ("3.6.0", False)])
@@ -165,33 +188,14 @@ def test_triton_2_math_names_compile_for_a_task_pinned_to_triton_2(
     Triton 2 task's environment `tl.math.pow` is libdevice's again, dispatched as Triton 2 did
     (`pow(2, x)`, an int and a float, promoted), and the kernel compiles for sm_90 calling
     `__nv_powf`; with a Triton 3 task's it still fails."""
-    script = tmp_path / "k.py"
-    script.write_text(textwrap.dedent(POW_KERNEL))
-    root = Path(__file__).resolve().parents[1]
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
-           "HOME": str(tmp_path), "PYTHONPATH": str(root), **compat_env(pin)}  # fmt: skip
-    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
-    if compiles:
-        assert run.returncode == 0 and "compiled True" in run.stdout, run.stdout + run.stderr[-500:]
-    else:
-        assert run.returncode == 1 and "has no attribute 'pow'" in run.stdout, (
-            run.stdout + run.stderr[-500:]
-        )
+    compile_for(
+        tmp_path, POW_KERNEL, pin, compiles, "has no attribute 'pow'", expect="compiled True"
+    )
 
 
-BOUNDARY_KERNEL = """
-import os
-import sys
-import triton
-import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
-from eval import triton_names
-
-triton_names.apply(os.environ)  # what the test plugin and the harness do
-
+BOUNDARY_KERNEL = (
+    SCRIPT_HEAD
+    + """
 
 @triton.jit
 def copy_kernel(x_ptr, y_ptr, T, BT: tl.constexpr, BK: tl.constexpr):
@@ -204,13 +208,9 @@ def copy_kernel(x_ptr, y_ptr, T, BT: tl.constexpr, BK: tl.constexpr):
 
 sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "T": "i32", "BT": "constexpr", "BK": "constexpr"}
 src = ASTSource(copy_kernel, sig, constexprs={"BT": 16, "BK": 16})
-try:
-    triton.compile(src, target=GPUTarget("cuda", 90, 32))
-except Exception as exc:
-    print(type(exc).__name__, str(exc).splitlines()[-1][:120])
-    sys.exit(1)
-print("compiled")
 """
+    + SCRIPT_TAIL
+)
 
 
 def _has_block_pointers() -> bool:
@@ -229,31 +229,12 @@ def test_a_single_int_boundary_check_compiles_for_a_task_pinned_to_triton_2(
     the GPU host's Triton 3.6 with "'int' object is not iterable" at `boundary_check=(1)`: with
     a Triton 2 task's environment the int is taken as Triton 2 took it. (Checked with Triton
     3.6.0 on the CPU, 2026-12-07; this machine's Triton 3.9 removed block pointers.)"""
-    script = tmp_path / "k.py"
-    script.write_text(textwrap.dedent(BOUNDARY_KERNEL))
-    root = Path(__file__).resolve().parents[1]
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
-           "HOME": str(tmp_path), "PYTHONPATH": str(root), **compat_env(pin)}  # fmt: skip
-    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
-    if compiles:
-        assert run.returncode == 0 and "compiled" in run.stdout, run.stdout + run.stderr[-500:]
-    else:
-        assert run.returncode == 1 and "not iterable" in run.stdout, run.stdout + run.stderr[-500:]
+    compile_for(tmp_path, BOUNDARY_KERNEL, pin, compiles, "not iterable")
 
 
-DNS_KERNEL = """
-import os
-import sys
-import triton
-import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
-from eval import triton_names
-
-triton_names.apply(os.environ)  # what the test plugin and the harness do
-
+DNS_KERNEL = (
+    SCRIPT_HEAD
+    + """
 
 @triton.jit(do_not_specialize=["T"])
 def mean_kernel(x_ptr, y_ptr, T: tl.constexpr, BLOCK: tl.constexpr):
@@ -263,13 +244,9 @@ def mean_kernel(x_ptr, y_ptr, T: tl.constexpr, BLOCK: tl.constexpr):
 
 sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "T": "constexpr", "BLOCK": "constexpr"}
 src = ASTSource(mean_kernel, sig, constexprs={"T": 100, "BLOCK": 128})
-try:
-    triton.compile(src, target=GPUTarget("cuda", 90, 32))
-except Exception as exc:
-    print(type(exc).__name__, str(exc).splitlines()[-1][:120])
-    sys.exit(1)
-print("compiled")
 """
+    + SCRIPT_TAIL
+)
 
 
 @pytest.mark.parametrize(("pin", "compiles"), [("3.3.0", True), ("3.6.0", False)])
@@ -280,16 +257,4 @@ def test_a_constexpr_listed_in_do_not_specialize_compiles_for_a_task_pinned_befo
     #d262316b96's mean pooling) declare `T` both `tl.constexpr` and in `do_not_specialize`,
     which the GPU host's Triton 3.6 refuses: with such a task's environment the constexpr is
     compiled in, as their Triton did; with a 3.6 task's it is still refused."""
-    script = tmp_path / "k.py"
-    script.write_text(textwrap.dedent(DNS_KERNEL))
-    root = Path(__file__).resolve().parents[1]
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(tmp_path / "cache"),
-           "HOME": str(tmp_path), "PYTHONPATH": str(root), **compat_env(pin)}  # fmt: skip
-    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
-    if compiles:
-        assert run.returncode == 0 and "compiled" in run.stdout, run.stdout + run.stderr[-500:]
-    else:
-        assert run.returncode == 1 and "marked as constexpr" in run.stdout, (
-            run.stdout + run.stderr[-500:]
-        )
+    compile_for(tmp_path, DNS_KERNEL, pin, compiles, "marked as constexpr")

@@ -20,13 +20,15 @@ from eval.pytest_plugin import (
     match_kernel_events,
     read_plugin_output,
 )
+from tests.tinyfw import DEVICE_FUNCTIONS
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
-OPS = """
+OPS = (
+    """
 import torch
 import triton
 import triton.language as tl
@@ -58,15 +60,9 @@ def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
-@triton.jit
-def plus_one(x):
-    return x + 1
-
-
-@triton.jit
-def add_one(x):
-    return plus_one(x)
-
+"""
+    + DEVICE_FUNCTIONS
+    + """
 
 @triton.jit
 def unwatched_kernel(x_ptr, n, BLOCK: tl.constexpr):
@@ -97,6 +93,7 @@ def add(x, y):
 def bump(x):
     unwatched_kernel[(1,)](x, x.numel(), BLOCK=64)
 """
+)
 
 TEST_OPS = """
 import os

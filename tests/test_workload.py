@@ -47,6 +47,7 @@ from eval.workload_run import GitTreeView, summarize_result
 from eval.workspace import SourceStore
 from mining.git import GitRepo
 from tests.gitrepo import TinyRepo
+from tests.tinyfw import DEVICE_FUNCTIONS
 
 torch = pytest.importorskip("torch")
 os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -2621,20 +2622,8 @@ def bump_kernel(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, helpers.add_one(tl.load(x_ptr + offs, mask=mask)), mask=mask)
 """
 
-HELPERS = """
-import triton
-import triton.language as tl  # noqa: F401 (the interpreter wants it beside a jit function)
-
-
-@triton.jit
-def plus_one(x):
-    return x + 1
-
-
-@triton.jit
-def add_one(x):
-    return plus_one(x)
-"""
+# (the interpreter wants triton.language beside a jit function)
+HELPERS = "import triton\nimport triton.language as tl\n" + DEVICE_FUNCTIONS
 
 
 def test_the_workload_log_names_the_device_functions_a_launch_reaches(

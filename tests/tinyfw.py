@@ -9,6 +9,19 @@ from curation.curate import main as curate
 from mining.crawl import main as crawl
 from tests.gitrepo import TinyRepo
 
+# two device functions, one calling the other: what a launch of a kernel calling `add_one`
+# reaches (the plugin's and the workload harness's tests of device-function targets)
+DEVICE_FUNCTIONS = """
+@triton.jit
+def plus_one(x):
+    return x + 1
+
+
+@triton.jit
+def add_one(x):
+    return plus_one(x)
+"""
+
 CONFTEST = """import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
