@@ -8,7 +8,9 @@ an empty Triton cache.
     python scripts/bench_parallel_compile.py --tree DIR --op fla.ops.gla:chunk_gla \
         [--tensors 4] [--shape 2,2048,4,64] [--workers 2]
 
-With `--tree` and `--op`, a framework's own op instead (DIR on the path: a checkout of the
+With `--tree` and `--op`, a framework's own op instead (with `eval.compat`'s switches in the
+environment, e.g. TPB_TRITON2_MATH=1, compiled as the test plugin would for a task pinned to
+an older Triton) (DIR on the path: a checkout of the
 framework at some commit, its dependencies installed): the op runs forward on CPU tensors of
 `--shape` while every kernel launch only compiles (the device queries answer as an H100's, the
 autotuner's benchmark times nothing), so every kernel and config the op's first call would
@@ -119,6 +121,8 @@ print(json.dumps({"seconds": seconds, "configs": len(configs), "at_prune": at_pr
 _OP = """
 sys.path.insert(0, sys.argv[2])
 from triton.runtime.jit import JITFunction
+from eval import triton_names
+triton_names.apply(os.environ)  # an older Triton's forms, as the test plugin applies them
 
 class NoDevice:
     def __init__(self, *args):
