@@ -104,7 +104,11 @@ if [ -n "${SCORE_EXTRA:-}" ]; then cat "$SCORE_EXTRA" >> $C/score.txt; fi
 mkdir -p $work/pack/tasks
 for t in $(cat $C/wh.txt $C/n0.txt $C/score.txt | sort -u); do
   cp -r $T/$t $work/pack/tasks/
-  [ -e $work/tasks/$t/env.json ] && grep -qx $t $C/wh.txt $C/score.txt && cp $work/tasks/$t/env.json $work/pack/tasks/$t/
+  # every packed task's env.json (since 2026-12-07, sixth session; before, only the
+  # wheelhouse and score tasks'): its pinned Triton decides eval.compat's switches on the host's
+  # packages too (#503's constexpr/do_not_specialize switch), and the n0 stream passes no
+  # --wheelhouse, so the pins choose no environment there
+  if [ -e $work/tasks/$t/env.json ]; then cp $work/tasks/$t/env.json $work/pack/tasks/$t/; fi
 done
 tar -C $work/pack -czf $C/tasks.tgz tasks
 cat $C/wh.txt $C/n0.txt $C/score.txt | sort -u > $work/ids.txt
