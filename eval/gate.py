@@ -134,8 +134,9 @@ def optimization_verdict(
     workload shows the gold's gain (`workload_verdict`); out of scope when it shows none and
     the gold's change tests for a GPU generation this one is not (Liger-Kernel #1267 on an
     H100: 1.00x, its warps chosen anew only on Blackwell); unverified otherwise."""
-    named = task.named_kernel.name if task.named_kernel else None
-    ok, why = workload_verdict(workload, [k.name for k in task.kernels], named)
+    named = task.named_kernel
+    kernels = [k.name for k in task.kernels]
+    ok, why = workload_verdict(workload, kernels, named.name if named is not None else None)
     if ok:
         return VerificationStatus.VERIFIED, why
     gap = arch_gap(task.requires, gpu) if why.startswith(NOT_FASTER) else None

@@ -509,7 +509,7 @@ class KernelWatcher:
         self._jit_types = tuple(launching_classes())
         if self.watches:
             targets += [
-                *((cls, "run", self._wrap_run) for cls in launching_classes()),
+                *((cls, "run", self._wrap_run) for cls in self._jit_types),
                 (autotuner.Autotuner, "_bench", self._wrap_bench),
             ]
         if self.config.autotune == "first":
@@ -541,13 +541,13 @@ class KernelWatcher:
         @functools.wraps(original)
         def run(kernel: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             watch = None
+            tuning = getattr(self._local, "tuning", 0) > 0
             if not warmup and not self._paused:
                 watch = self.watches.get(getattr(getattr(kernel, "fn", None), "__name__", ""))
-                if getattr(self._local, "tuning", 0) == 0:
+                if not tuning:
                     self._reach(kernel)
             if watch is None:
                 return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
-            tuning = getattr(self._local, "tuning", 0) > 0
             pending = None if tuning else self._prepare(watch, kernel, args, kwargs, grid)
             # the launch right after its autotuner benchmarked: compared with the arguments as
             # they were before the benchmarking, which already wrote the outputs
