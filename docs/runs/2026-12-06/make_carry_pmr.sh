@@ -6,13 +6,17 @@
 # (`gpu_company` >= 1), and one task had ever been scored with the GPU to itself. The carry
 # holds those whose reference ran on the host's packages (no wheelhouse to bring), their gold
 # predictions (`eval oracle --from gold`) and their frameworks' source bundles.
-# Usage (repository root, venv active): make_carry_pmr.sh STATE MIRRORS
+# Usage (repository root, venv active): [IDS=FILE] make_carry_pmr.sh STATE MIRRORS
 set -euo pipefail
 state=${1:?usage: make_carry_pmr.sh STATE MIRRORS}; mirrors=${2:?usage: make_carry_pmr.sh STATE MIRRORS}
 T=$state/tasks; C=.carry/p; work=$(mktemp -d)
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 rm -rf $C && mkdir -p $C $work/tasks
 python scripts/oracle_coverage.py docs/runs --tasks $T | sed -n 's/^gold PMR outside: \([^ ]*\) .*/\1/p' > $work/outside.txt
+# IDS (a file, 2026-12-07, seventh session): these tasks instead, e.g. the verified tasks whose
+# gold was scored and never completed, or never scored (`oracle_coverage.py --unscored gold`);
+# those not on the host's packages are left out as before
+if [ -n "${IDS:-}" ]; then cp "$IDS" $work/outside.txt; fi
 # on the host's packages: each package a reference recorded that the pins may move at the
 # host's version (as docs/runs/2026-12-04/make_carry.sh chose call 22's tasks)
 python - "$T" $work/outside.txt envbuild/hosts/h200.txt > $C/score.txt <<'PY'
@@ -26,7 +30,10 @@ for t in ids:
         continue
     ref = json.loads((tasks / t / "reference.json").read_text())
     pkgs = dict(p.split("==", 1) for p in ref["environment"]["packages"])
-    if all(host.get(n) == v for n, v in pkgs.items() if n in ("transformers", "omegaconf", "pydantic")):
+    # omegaconf and pydantic only for Megatron-LM, which imports them (Liger-Kernel #1187 and
+    # #815 recorded the day-2 host's omegaconf, which nothing of theirs imports)
+    names = ("transformers", "omegaconf", "pydantic") if t.startswith("megatron-lm__") else ("transformers",)
+    if all(host.get(n) == v for n, v in pkgs.items() if n in names):
         print(t)
 PY
 for t in $(cat $C/score.txt); do cp -r $T/$t $work/tasks/; done
