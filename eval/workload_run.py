@@ -184,6 +184,8 @@ def _run_once(
            "TRITON_CACHE_AUTOTUNING": "0" if cold else "1"}  # fmt: skip
     if count_programs:
         env["TRITON_INTERPRET"] = "1"
+    if prefix:
+        env.update(CHECKED_ENV)
     sandboxed = not (trusted and settings.trusted_unsandboxed)
 
     run = run_script(
@@ -421,6 +423,12 @@ def summarize_result(
 
 
 MEMCHECK_EXIT = 86  # compute-sanitizer's exit status when it found errors (--error-exitcode)
+# A checked process allocates each tensor with its own cudaMalloc: PyTorch's caching allocator
+# hands out pieces of 2 MiB (and larger) segments, and memcheck bounds an access by the
+# cudaMalloc it falls in, so a kernel reading or writing past its tensor but inside the segment
+# went unseen (PyTorch's notes on CUDA semantics give this switch for memory checkers). Every
+# memcheck verdict before 2026-12-07 (seventh session) ran with the caching allocator on.
+CHECKED_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 _FINDING = re.compile(r"^=+ (?!COMPUTE-SANITIZER|ERROR SUMMARY)(\S.*)$", re.M)
 

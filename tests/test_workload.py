@@ -9,6 +9,8 @@ import math
 import os
 import shlex
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -2349,11 +2351,15 @@ def test_memcheck_runs_the_golds_smallest_call_once_under_the_sanitizer(tmp_path
     assert result.memcheck == "clean on small"
     assert "memcheck" in result.seconds and result.base_total_ms
     # the checked process ran the first call only, once, untimed
+    caching = tmp_path / "caching.txt"
     sanitizer.write_text(sanitizer.read_text().replace(
-        '"$@"\n', f'cp .tpb_workload_job.json {seen}\n"$@"\n'))  # fmt: skip
+        '"$@"\n', f'cp .tpb_workload_job.json {seen}\n'
+                   f'echo "$PYTORCH_NO_CUDA_MEMORY_CACHING" > {caching}\n"$@"\n'))  # fmt: skip
     measure_task(task, tdir, store, tmp_path / "s2", settings)
     job = json.loads(seen.read_text())
     assert job["check_only"] and not job["save_outputs"] and len(job["calls"]) == 1
+    # and with PyTorch's caching allocator off: memcheck bounds an access by its cudaMalloc
+    assert caching.read_text().strip() == "1"
     bad = _stand_in_sanitizer(tmp_path / "cs2", SANITIZER_LOG_ERRORS, 86)
     result = measure_task(task, tdir, store, tmp_path / "s3", replace(settings, sanitizer=str(bad)))
     assert result.memcheck.startswith("2 errors on small: Invalid __global__ read")
@@ -2372,6 +2378,50 @@ def test_memcheck_on_the_gpu(tmp_path: Path) -> None:
     settings = MeasureSettings(rounds=1, trusted_unsandboxed=True, timeout_s=300, memcheck=True)
     result = measure_task(task, tdir, SourceStore(GitRepo(repo.path)), tmp_path / "s", settings)
     assert result.memcheck == "clean on small", result.memcheck
+
+
+OOB_SCRIPT = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def past_the_end(x_ptr, out_ptr, n, OFFSET: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.load(x_ptr + i + OFFSET, mask=i < n))
+
+x = torch.ones(16, device="cuda")
+out = torch.empty(16, device="cuda")
+past_the_end[(1,)](x, out, 16, OFFSET=4096, BLOCK=16)
+torch.cuda.synchronize()
+"""
+
+
+@pytest.mark.gpu
+def test_memcheck_sees_a_read_past_a_tensor_only_without_the_caching_allocator(
+    tmp_path: Path,
+) -> None:
+    """What CHECKED_ENV is for, on the real tool: a kernel reading 16 KiB past a 64-byte tensor
+    stays inside the caching allocator's segment (memcheck: clean) and is out of bounds of the
+    tensor's own cudaMalloc once caching is off."""
+    from eval.timing import cuda_available
+    from eval.workload_run import CHECKED_ENV, MEMCHECK_EXIT, find_sanitizer
+
+    sanitizer = find_sanitizer()
+    if not cuda_available() or sanitizer is None:
+        pytest.skip("needs CUDA and compute-sanitizer")
+    script = tmp_path / "oob.py"
+    script.write_text(OOB_SCRIPT)
+    cmd = [sanitizer, "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT),
+           sys.executable, str(script)]  # fmt: skip
+    from eval.backends import MULTICAST_OFF
+
+    env = {k: v for k, v in os.environ.items() if k not in CHECKED_ENV}
+    env |= {"TRITON_CACHE_DIR": str(tmp_path / "cache"), **MULTICAST_OFF}
+    cached = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert cached.returncode == 0, cached.stdout[-2000:] + cached.stderr[-2000:]
+    checked = subprocess.run(cmd, env={**env, **CHECKED_ENV}, capture_output=True, text=True,
+                             timeout=600)  # fmt: skip
+    assert checked.returncode == MEMCHECK_EXIT, checked.stdout[-2000:] + checked.stderr[-2000:]
+    assert "Invalid __global__ read" in checked.stdout + checked.stderr
 
 
 def test_the_harness_builds_a_module_entry_with_its_keywords_and_casts_it(
