@@ -83,6 +83,7 @@ class Backend(Protocol):
         prediction: Mapping[str, Any] | None = None,
         extra_env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        checker: Sequence[str] = (),
     ) -> RunResult: ...
 
 
@@ -248,6 +249,7 @@ class LocalBackend:
         prediction: Mapping[str, Any] | None = None,
         extra_env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        checker: Sequence[str] = (),
     ) -> RunResult:
         if variant is Variant.PREDICTION and self.settings.sandbox is None:
             raise EvalError("a prediction always runs sandboxed: --no-sandbox is for trusted "
@@ -289,6 +291,7 @@ class LocalBackend:
             pytest_args=hints.pytest_args,
             python=python,
             readonly=(venv,) if venv is not None else (),
+            checker=checker,
         )
         if not self.settings.keep_trees:
             shutil.rmtree(tree, ignore_errors=True)
@@ -371,7 +374,11 @@ class DockerBackend:
         prediction: Mapping[str, Any] | None = None,
         extra_env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        checker: Sequence[str] = (),
     ) -> RunResult:
+        if checker:
+            raise EvalError("a checked run (compute-sanitizer) runs on the local backend only",
+                            task_id=task.task_id)  # fmt: skip
         tree = _tree(self.stores, self.scratch, task, tdir, variant, run_index, prediction)
         if isinstance(tree, RunResult):
             return tree

@@ -166,10 +166,13 @@ def run_pytest(
     expected: Sequence[str] = (),
     pythonpath: Sequence[str] = (),
     pytest_args: Sequence[str] = (),
+    checker: Sequence[str] = (),
 ) -> RawRun:
     """Run pytest on `files` inside `workdir`, sandboxed by `policy` (None: not sandboxed);
     the log lands in `out_dir`. `writable`: more directories the run may write (a Triton
-    cache); `expected`: node ids the run must report (a prediction run's reference tests)."""
+    cache); `expected`: node ids the run must report (a prediction run's reference tests);
+    `checker`: a command pytest runs under (`eval.memcheck.memcheck_command`), whose output
+    goes to the log too."""
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / "pytest.log"
     for stale in ("junit.xml", "kernels.json"):  # written by older runs; never read now
@@ -197,7 +200,7 @@ def run_pytest(
     t0 = time.perf_counter()
     try:
         with log_path.open("wb") as fh:
-            command = pytest_command(files, python, (*mode_args, *pytest_args))
+            command = [*checker, *pytest_command(files, python, (*mode_args, *pytest_args))]
             proc = spawn(command, mounts, policy, env, timeout_s=timeout_s, stdout=fh,
                          pass_fds=(write_fd, key_read))  # fmt: skip
             os.close(write_fd)

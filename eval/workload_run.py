@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import shutil
 import sys
 import time
@@ -34,6 +32,7 @@ from eval.backends import default_cache
 from eval.compat import task_compat_env
 from eval.errors import EvalError, ExtensionError
 from eval.extensions import install_extensions
+from eval.memcheck import CHECKED_ENV, find_sanitizer, memcheck_command, read_log
 from eval.model import Variant
 from eval.parallel_compile import default_workers
 from eval.perf_scores import efficiency, h200_us, peaks_key
@@ -422,40 +421,16 @@ def summarize_result(
     )
 
 
-MEMCHECK_EXIT = 86  # compute-sanitizer's exit status when it found errors (--error-exitcode)
-# A checked process allocates each tensor with its own cudaMalloc: PyTorch's caching allocator
-# hands out pieces of 2 MiB (and larger) segments, and memcheck bounds an access by the
-# cudaMalloc it falls in, so a kernel reading or writing past its tensor but inside the segment
-# went unseen (PyTorch's notes on CUDA semantics give this switch for memory checkers). Every
-# memcheck verdict before 2026-12-07 (seventh session) ran with the caching allocator on.
-CHECKED_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
-_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
-_FINDING = re.compile(r"^=+ (?!COMPUTE-SANITIZER|ERROR SUMMARY)(\S.*)$", re.M)
-
-
-def find_sanitizer() -> str | None:
-    """compute-sanitizer on PATH, or in the CUDA toolkit ($CUDA_HOME, /usr/local/cuda)."""
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "compute-sanitizer").is_file():
-            return str(Path(root) / "bin" / "compute-sanitizer")
-    return None
-
-
 def memcheck_verdict(run: ScriptRun, result: Mapping[str, Any], label: str) -> str:
     """What compute-sanitizer memcheck said about one run of the gold at size `label`:
     "clean on <size>", "<n> errors on <size>: <first finding>", or why it did not tell."""
     if run.timed_out:
         return f"not run: timed out on {label}"
-    summary = _SUMMARY.search(run.log)
-    if summary is None:
+    found = read_log(run.log)
+    if found.errors is None:
         return f"not run: no memcheck summary (exit {run.exit_code}: {run.last_words(200)})"
-    errors = int(summary.group(1))
-    if errors:
-        first = _FINDING.search(run.log)
-        return f"{errors} errors on {label}: {first.group(1).strip()[:200] if first else '?'}"
+    if found.errors:
+        return f"{found.errors} errors on {label}: {found.first or '?'}"
     if "error" in result:
         return f"not run: the harness failed on {label}: {result['error']}"
     rows = result.get("calls") or [{}]
@@ -470,8 +445,7 @@ def memcheck(workload: Workload, tree: Path, settings: MeasureSettings, cache: P
     sanitizer = settings.sanitizer or find_sanitizer()
     if sanitizer is None:
         return "not run: compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
-    prefix = [sanitizer, "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT),
-              "--print-limit", "5"]  # fmt: skip
+    prefix = memcheck_command(sanitizer)
     label = workload.calls[0].label
     result, run = _run_once(tree, workload, settings, True, cache, save=False, prefix=prefix)
     return memcheck_verdict(run, result, label)

@@ -2367,8 +2367,9 @@ def test_memcheck_runs_the_golds_smallest_call_once_under_the_sanitizer(tmp_path
 
 @pytest.mark.gpu
 def test_memcheck_on_the_gpu(tmp_path: Path) -> None:
+    from eval.memcheck import find_sanitizer
     from eval.timing import cuda_available
-    from eval.workload_run import MeasureSettings, find_sanitizer, measure_task
+    from eval.workload_run import MeasureSettings, measure_task
 
     if not cuda_available() or find_sanitizer() is None:
         pytest.skip("needs CUDA and compute-sanitizer")
@@ -2402,8 +2403,8 @@ def test_memcheck_sees_a_read_past_a_tensor_only_without_the_caching_allocator(
     """What CHECKED_ENV is for, on the real tool: a kernel reading 16 KiB past a 64-byte tensor
     stays inside the caching allocator's segment (memcheck: clean) and is out of bounds of the
     tensor's own cudaMalloc once caching is off."""
+    from eval.memcheck import CHECKED_ENV, MEMCHECK_EXIT, find_sanitizer
     from eval.timing import cuda_available
-    from eval.workload_run import CHECKED_ENV, MEMCHECK_EXIT, find_sanitizer
 
     sanitizer = find_sanitizer()
     if not cuda_available() or sanitizer is None:

@@ -1,0 +1,123 @@
+"""`eval.memcheck` (what compute-sanitizer's log says) and `scripts/memcheck_probe.py` (a task's
+kept tests under the tool, setup state and gold) on a tiny framework whose bug fix masks a
+load: the tests pass at both, the checker tells them apart. The real tool needs a GPU; here a
+stand-in takes its arguments, runs the tests and prints a log by what the tree's kernel does
+(tests/test_workload.py's GPU test runs the real one)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from eval.__main__ import main as eval_main
+from eval.memcheck import MEMCHECK_EXIT, Findings, memcheck_command, read_log
+from tests.test_builder import unavailable
+from tests.tinyfw import OPS, mine_ops_fix
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import memcheck_probe
+
+CLEAN = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
+ERRORS = """========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at add_kernel+0x1d0 in ops.py:12
+=========     by thread (31,0,0) in block (1,0,0)
+=========     Address 0x7f3a00002000 is out of bounds
+========= ERROR SUMMARY: 3 errors
+"""
+
+
+def test_a_log_gives_its_error_count_first_finding_and_the_function_it_names() -> None:
+    assert read_log(CLEAN) == Findings(0)
+    assert read_log(ERRORS) == Findings(3, "Invalid __global__ read of size 4 bytes", "add_kernel")
+    # a host frame's address first ("at 0x2b0 in kernel_name"), as some versions print it
+    host = ERRORS.replace("at add_kernel+0x1d0 in ops.py:12", "at 0x1d0 in add_kernel")
+    assert read_log(host).where == "add_kernel"
+    # no summary: the tool did not run to its end (no GPU, killed)
+    assert read_log("Error: Target application terminated before first instrumented API call")\
+        == Findings(None)  # fmt: skip
+    assert memcheck_command("cs")[:5] == ["cs", "--tool", "memcheck", "--error-exitcode",
+                                          str(MEMCHECK_EXIT)]  # fmt: skip
+
+
+# the base reads both inputs unmasked (past the end where n is not a multiple of the block: the
+# tests' n is), the fix masks them; under the interpreter both give the same sums
+BASE_OPS = OPS.replace("x_ptr + offs, mask=mask", "x_ptr + offs").replace(
+    "y_ptr + offs, mask=mask", "y_ptr + offs").replace("x + y * 0.0", "x + y")  # fmt: skip
+FIXED_OPS = OPS.replace("x + y * 0.0", "x + y")
+TEST_BLOCKS = """import torch
+
+from pkg.ops import add
+
+
+def test_whole_blocks():
+    x = torch.arange(128, dtype=torch.float32)
+    torch.testing.assert_close(add(x, x), 2 * x)
+"""
+
+
+def _stand_in(path: Path) -> Path:
+    """compute-sanitizer's stand-in: skips its options, runs the command, prints an error log
+    naming add_kernel where the tree's kernel loads unmasked, else a clean one."""
+    path.write_text(
+        "#!/bin/sh\n"
+        'while [ "$1" != "${1#-}" ]; do shift; shift; done\n'
+        '"$@"\nrc=$?\n'
+        "if grep -q 'x_ptr + offs)' pkg/ops.py; then\n"
+        f"  printf '%s' '{ERRORS}'; exit {MEMCHECK_EXIT}\nfi\n"
+        f"printf '%s' '{CLEAN}'\nexit $rc\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def test_the_probe_runs_the_kept_tests_under_the_checker_and_tells_the_fix_apart(
+    tmp_path: Path, capsys
+) -> None:
+    if shutil.which("bwrap") is None:
+        unavailable("the reference runs are sandboxed: apt-get install bubblewrap")
+    _repo, work, tasks = mine_ops_fix(tmp_path, BASE_OPS, FIXED_OPS,
+                                      "Fix out-of-bounds loads in add (#9)",
+                                      {"tests/test_blocks.py": TEST_BLOCKS})  # fmt: skip
+    argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "1",
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing", "--timeout", "120",
+            "--triton-cache", str(tmp_path / "cache")]  # fmt: skip
+    assert eval_main(argv) == 0
+    [tdir] = [p for p in tasks.iterdir() if (p / "reference.json").exists()]
+    ref = json.loads((tdir / "reference.json").read_text())
+    # the situation the probe is for: the tests pass at the setup state and with the gold
+    assert ref["node_ids"] and not ref["fail_to_pass"], ref["validity_note"]
+    out = tmp_path / "probe.jsonl"
+    sanitizer = _stand_in(tmp_path / "cs")
+    assert memcheck_probe.main(["--tasks", str(tasks), "--work", str(work), "--no-sandbox",
+                                "--sanitizer", str(sanitizer), "--timeout", "120",
+                                "--scratch", str(tmp_path / "scratch"),
+                                "--out", str(out)]) == 0  # fmt: skip
+    rows = {r["variant"]: r for r in map(json.loads, out.read_text().splitlines())}
+    base, gold = rows["base"], rows["gold"]
+    assert (base["errors"], base["where"], base["in_target"]) == (3, "add_kernel", True)
+    assert (gold["errors"], gold["passed"]) == (0, True), gold
+    # the tests themselves passed at the setup state too: the checker is what tells
+    assert base["passed"], base
+    assert "separates the setup state from the gold on 1 of 1 tasks" in capsys.readouterr().out
+
+
+def test_the_probe_says_when_there_is_no_sanitizer(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(memcheck_probe, "find_sanitizer", lambda: None)
+    assert memcheck_probe.main(["--tasks", str(tmp_path)]) == 1
+    assert "compute-sanitizer not found" in capsys.readouterr().err
+
+
+def test_the_probe_has_help(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        memcheck_probe.main(["--help"])
+    assert exc.value.code == 0
+    assert "--max-node-ids" in capsys.readouterr().out
