@@ -17,7 +17,9 @@ S=$(date +%s); END=${1:-540}
 R=""; for b in fla:flash-linear-attention lig:liger-kernel mlm:megatron-lm; do
   [ -e $C/${b%%:*}.git ] && R="$R --repo-path ${b#*:}=$C/${b%%:*}.git"; done
 # the score's own out folder on a warm machine keeps what a first call finished: not rerun
-timeout -k 30 -s INT $END python3 -m eval score $C/gold.jsonl --tasks $T --task-file $C/score.txt $R \
+# a carry made with KEYED=1 holds the wheelhouses of the tasks' pins (2026-12-07)
+W=""; [ -d $C/wh ] && W="--wheelhouse $C/wh"
+timeout -k 30 -s INT $END python3 -m eval score $C/gold.jsonl --tasks $T --task-file $C/score.txt $R $W \
   --out /tmp/spmr_gold --jobs 1 --runs ${SCORE_RUNS:-3} --timeout 300 --scratch /tmp/scp \
   --triton-cache /tmp/tcp > $O/score_pmr.log 2>&1
 echo "pmr rc $? after $(( $(date +%s) - S )) s" >> $O/score_pmr.log

@@ -6,10 +6,10 @@
 # (`gpu_company` >= 1), and one task had ever been scored with the GPU to itself. The carry
 # holds those whose reference ran on the host's packages (no wheelhouse to bring), their gold
 # predictions (`eval oracle --from gold`) and their frameworks' source bundles.
-# Usage (repository root, venv active): [IDS=FILE] make_carry_pmr.sh STATE MIRRORS
+# Usage (repository root, venv active): [CARRY=DIR] [IDS=FILE] [KEYED=1 [WHF=DIR]] make_carry_pmr.sh STATE MIRRORS
 set -euo pipefail
 state=${1:?usage: make_carry_pmr.sh STATE MIRRORS}; mirrors=${2:?usage: make_carry_pmr.sh STATE MIRRORS}
-T=$state/tasks; C=.carry/p; work=$(mktemp -d)
+T=$state/tasks; C=${CARRY:-.carry/p}; work=$(mktemp -d)
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 rm -rf $C && mkdir -p $C $work/tasks
 python scripts/oracle_coverage.py docs/runs --tasks $T | sed -n 's/^gold PMR outside: \([^ ]*\) .*/\1/p' > $work/outside.txt
@@ -19,8 +19,12 @@ python scripts/oracle_coverage.py docs/runs --tasks $T | sed -n 's/^gold PMR out
 if [ -n "${IDS:-}" ]; then cp "$IDS" $work/outside.txt; fi
 # on the host's packages: each package a reference recorded that the pins may move at the
 # host's version (as docs/runs/2026-12-04/make_carry.sh chose call 22's tasks)
+# KEYED=1 (2026-12-07, seventh session): every listed task with a reference, those with pins
+# beyond the host's scored on their wheelhouses (downloaded into WHF, default /tmp/whf, when
+# missing; the carry's wh/, pooled; call_pmr.sh passes it): the verified Liger-Kernel and
+# Megatron-LM tasks the oracle has not scored ran on date-pinned transformers or omegaconf
 python - "$T" $work/outside.txt envbuild/hosts/h200.txt > $C/score.txt <<'PY'
-import json, sys
+import json, os, sys
 from pathlib import Path
 from envbuild.wheelhouse import read_host
 tasks, ids, host = Path(sys.argv[1]), Path(sys.argv[2]).read_text().split(), read_host(Path(sys.argv[3]))
@@ -33,11 +37,30 @@ for t in ids:
     # omegaconf and pydantic only for Megatron-LM, which imports them (Liger-Kernel #1187 and
     # #815 recorded the day-2 host's omegaconf, which nothing of theirs imports)
     names = ("transformers", "omegaconf", "pydantic") if t.startswith("megatron-lm__") else ("transformers",)
-    if all(host.get(n) == v for n, v in pkgs.items() if n in names):
+    if os.environ.get("KEYED") == "1" or all(host.get(n) == v for n, v in pkgs.items() if n in names):
         print(t)
 PY
 for t in $(cat $C/score.txt); do cp -r $T/$t $work/tasks/; done
 python -m envbuild --tasks $work/tasks --work $state/work --no-lint > /dev/null
+if [ "${KEYED:-}" = 1 ]; then
+  whf=${WHF:-/tmp/whf}; mkdir -p $C/wh
+  python -m envbuild.wheelhouse --tasks $work/tasks --task-file $C/score.txt --out $whf \
+    --host envbuild/hosts/h200.txt | tail -n 1
+  python - $work/tasks $C/score.txt > $work/keys.txt <<'PY'
+import sys
+from pathlib import Path
+from curation.taskdir import TaskFile, task_dirs
+from envbuild.model import EnvSpec
+from envbuild.wheelhouse import env_key, package_pins
+wanted = set(Path(sys.argv[2]).read_text().split())
+for td in task_dirs(Path(sys.argv[1])):
+    pins = package_pins(td.load(TaskFile.ENV, EnvSpec)) if td.id in wanted else ()
+    if pins:
+        print(env_key(pins))
+PY
+  for k in $(sort -u $work/keys.txt); do cp -r $whf/$k $C/wh/; done
+  python -m envbuild.wheelhouse --out $C/wh --pool
+fi
 for fw in flash-linear-attention:fla-org+flash-linear-attention:fla:"--path fla --path tests --path benchmarks" \
           liger-kernel:linkedin+Liger-Kernel:lig:"--path src --path test --path benchmark" \
           megatron-lm:NVIDIA+Megatron-LM:mlm:"--path megatron --path tests"; do
