@@ -11,7 +11,9 @@ told by the name of its log or run folder (`legacy_oracle`: the names the GPU ca
 2026-12-02/03 used). The verified tasks are those of `--tasks`.
 Prints: per repository, the verified tasks, how many the gold was scored on and completed, how
 many the setup state was scored on and completed (0 is the benchmark's promise), then the
-tasks that break a promise, and how many verified tasks' gold got a PMR within 1 +- 0.03;
+tasks that break a promise (a gold never completed with why, in its rows' words: a flag, a
+failure class, or "tests passed, not completed"), and how many verified tasks' gold got a PMR
+within 1 +- 0.03;
 with `--unscored`, only the ids of the verified tasks without that score (a task file for the
 next GPU call).
 """
@@ -24,6 +26,7 @@ import re
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,7 +43,7 @@ LEGACY_RUNS = {"sg": "gold", "sg2": "gold", "fg": "gold", "lg": "gold",
 # the gold as a prediction: PMR 1 +- the isolated timings' measured day-to-day agreement (issue
 # 10's 0.03; fast_gold's band too)
 PMR_BAND = NOISE
-TABLE_ROW = re.compile(r"^\| ([\w.-]+__[\w.-]+) \| (yes|no) \| (\w+) \|", re.M)
+TABLE_ROW = re.compile(r"^\| ([\w.-]+__[\w.-]+) \| (yes|no) \| (\w+) \| ([^|]*?) \|", re.M)
 # a task `eval score` refused before running it (its table row still says "no | infra"):
 # call 73's oracle named three whose references ran on other packages
 NOT_RUN = re.compile(r"^([\w.-]+__[\w.-]+): not run: ", re.M)
@@ -60,14 +63,24 @@ def legacy_oracle(path: Path) -> str | None:
     return LEGACY_RUNS.get(name)
 
 
-Found = tuple[str, str, bool, float | None, int | None]
+Found = tuple[str, str, bool, float | None, int | None, str]
+
+
+def why_not(failure: str | None, flags: Sequence[str] = ()) -> str:
+    """Why a score did not complete, in its row's words: its flags, else its failure class,
+    else its tests passed and the rest of the rule (an optimization's gain) was not met."""
+    if flags:
+        return "flagged " + ", ".join(flags)
+    if failure and failure != "none":
+        return str(failure)
+    return "tests passed, not completed"
 
 
 def results(root: Path) -> list[Found]:
-    """(task id, oracle, completed, PMR, timed beside) of every oracle score under `root` (the
-    PMR of a results.jsonl row, None from a markdown table; how many other processes were on the
-    GPU around its timings, at least, None where the row does not say: rows before 2026-12-06's
-    fourth session)."""
+    """(task id, oracle, completed, PMR, timed beside, why not completed) of every oracle score
+    under `root` (the PMR of a results.jsonl row, None from a markdown table; how many other
+    processes were on the GPU around its timings, at least, None where the row does not say:
+    rows before 2026-12-06's fourth session; "" for a completed score)."""
     found: list[Found] = []
     for f in sorted(p for p in root.rglob("*") if p.is_file()):
         if f.name == "results.jsonl" or f.name.endswith("_results.jsonl"):
@@ -84,7 +97,10 @@ def results(root: Path) -> list[Found]:
                     # sandbox whose NVML hid the other processes: not read
                     beside = row.get("gpu_company")
                     beside = beside if isinstance(beside, int) else None
-                    found.append((row["task_id"], oracle, bool(row.get("passed")), pmr, beside))
+                    done = bool(row.get("passed"))
+                    flags = [str(f) for f in row.get("flags") or ()]
+                    why = "" if done else why_not(row.get("failure"), flags)
+                    found.append((row["task_id"], oracle, done, pmr, beside, why))
         elif f.suffix in (".md", ".log"):
             if f.name == "report.md" and (f.parent / "results.jsonl").is_file():
                 continue  # its rows, bar the tasks refused before running (infra), are there
@@ -93,8 +109,12 @@ def results(root: Path) -> list[Found]:
             if oracle is None or "| task | passed |" not in text:
                 continue
             refused = set(NOT_RUN.findall(text))
-            found += [(m[1], oracle, m[2] == "yes", None, None) for m in TABLE_ROW.finditer(text)
-                      if m[3] != "no_prediction" and m[1] not in refused]  # fmt: skip
+            for m in TABLE_ROW.finditer(text):
+                if m[3] == "no_prediction" or m[1] in refused:
+                    continue
+                marks = m[4].split(", ") if m[4] != "-" else []
+                why = "" if m[2] == "yes" else why_not(m[3], marks)
+                found.append((m[1], oracle, m[2] == "yes", None, None, why))
     return found
 
 
@@ -107,12 +127,15 @@ def main(argv: list[str] | None = None) -> int:
     verified = sorted(t.id for t in task_dirs(args.tasks)
                       if t.load_task().verification.status == "verified")  # fmt: skip
     seen: dict[tuple[str, str], set[bool]] = defaultdict(set)
+    whys: dict[tuple[str, str], set[str]] = defaultdict(set)  # why a score did not complete
     pmrs: dict[str, list[float]] = defaultdict(list)  # the gold's, by task
     alone: dict[str, list[float]] = defaultdict(list)  # those timed with no other process
     with tempfile.TemporaryDirectory(prefix="tpb-coverage-") as tmp:
         for root in unpacked_roots(args.runs, Path(tmp)):
-            for task_id, oracle, completed, pmr, beside in results(root):
+            for task_id, oracle, completed, pmr, beside, why in results(root):
                 seen[task_id, oracle].add(completed)
+                if why:
+                    whys[task_id, oracle].add(why)
                 if oracle == "gold" and pmr is not None:
                     pmrs[task_id].append(pmr)
                     if beside == 0:
@@ -131,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {repo} | {len(ids)} | {counts[0]} | {done[0]} | {counts[1]} | {done[1]} |")
     for t in verified:
         if (t, "gold") in seen and True not in seen[t, "gold"]:
-            print(f"gold scored and never completed: {t}")
+            print(f"gold scored and never completed: {t} ({'; '.join(sorted(whys[t, 'gold']))})")
         if True in seen.get((t, "setup"), ()):
             print(f"setup state completed: {t}")
     # issue 10: the gold scored as a prediction gets PMR 1 +- PMR_BAND (a task counts when one

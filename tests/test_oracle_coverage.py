@@ -79,6 +79,23 @@ def test_each_check_is_counted_from_where_the_calls_left_it(tmp_path: Path, caps
     (runs / "lgold" / "results.jsonl").write_text(json.dumps(row) + "\n")
     assert coverage([str(runs), "--tasks", str(tasks)]) == 0
     assert f"setup state completed: {tid}" in capsys.readouterr().out
+    # a gold that never completed is named with why, in its rows' words: a flag, a failure
+    # class, or tests that passed short of the rest of the rule (an optimization's gain)
+    (runs / "lig_gold.log").write_text(
+        f"| task | passed | failure | flags |\n|---|---|---|---|\n| {tid} | no | none | - |\n"
+    )
+    (runs / "fgold").mkdir()
+    flagged = {"task_id": tid, "has_prediction": True, "passed": False, "oracle": "gold",
+               "failure": "none", "flags": ["forbidden_api"]}  # fmt: skip
+    (runs / "fgold" / "results.jsonl").write_text(json.dumps(flagged) + "\n")
+    assert coverage([str(runs), "--tasks", str(tasks)]) == 0
+    assert (f"gold scored and never completed: {tid} (flagged forbidden_api; tests passed, "
+            "not completed)") in capsys.readouterr().out  # fmt: skip
+    shutil.rmtree(runs / "fgold")
+    (runs / "lig_gold.log").write_text(
+        "| task | passed | failure | flags |\n|---|---|---|---|\n"
+        f"| {tid} | yes | none | - |\n| other__1__k | no | no_prediction | - |\n"
+    )
     assert coverage([str(runs), "--tasks", str(tasks), "--unscored", "setup"]) == 0
     assert capsys.readouterr().out.strip() == ""
     # the gold's PMR (issue 10: 1 +- 0.03): one score within the band is enough, and a task
