@@ -3,7 +3,7 @@ gold: does memcheck tell them apart where the tests' asserts do not?
 
     python scripts/memcheck_probe.py --tasks TASKS --repo-path NAME=PATH [--repo-path ...] \\
         [--task ID ... | --task-file ids.txt] [--wheelhouse W] [--max-node-ids 2] \\
-        [--timeout 600] [--no-sandbox] [--out probe.jsonl]
+        [--timeout 600] [--no-sandbox] [--out probe.jsonl] [--logs DIR]
 
 A measurement, not a verdict: 36 bug fixes are unverified for "no test fails at the setup state
 and passes with the gold", several of them fixes of an out-of-bounds access that an assert
@@ -17,8 +17,9 @@ setup state from the gold on their own tests decides whether it becomes a gate r
 profiler's CUPTI and the sanitizer do not share a process).
 
 Reads: task directories (task.json, reference.json, the patches), the frameworks' repositories.
-Writes: scratch trees and run logs under a temporary directory (`--scratch`), and with --out
-one JSON line per task and variant. Prints a table: per task and variant, the tests' outcome
+Writes: scratch trees and run logs under a temporary directory (`--scratch`); with --out one
+JSON line per task and variant, appended as each task ends; with --logs each checked run's log
+(the sanitizer's findings in full). Prints a table: per task and variant, the tests' outcome
 and memcheck's errors, the first finding and the function it names, then how many tasks
 memcheck separates (the setup state has errors in a target kernel, the gold none, and the
 gold's tests pass). A task without a reference or kept node ids is skipped and said so. Exits
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scratch", type=Path, help="parent of the scratch trees")
     ap.add_argument("--sanitizer", help="compute-sanitizer to use (default: found on the host)")
     ap.add_argument("--out", type=Path, help="write one JSON line per task and variant")
+    ap.add_argument("--logs", type=Path, help="keep each checked run's log here (TASK/VARIANT.log)")
     args = ap.parse_args(argv)
 
     sanitizer = args.sanitizer or find_sanitizer()
@@ -108,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                             no_isolated_timing=True)  # fmt: skip
     console = Console(stderr=True)
     probes: list[Probe] = []
+    if args.out is not None:
+        args.out.write_text("")  # a row a task as it ends: a cut run keeps what finished
     try:
         tdirs = select_tasks(settings)
         with scratch_dir(args.scratch) as tmp:
@@ -129,19 +133,24 @@ def main(argv: list[str] | None = None) -> int:
                                       extra_env={**CHECKED_ENV, **QUIET},
                                       checker=memcheck_command(sanitizer))  # fmt: skip
                     log = run_dir / "pytest.log"
-                    found = read_log(log.read_text(errors="replace") if log.exists() else "")
+                    text = log.read_text(errors="replace") if log.exists() else ""
+                    found = read_log(text)
+                    if args.logs is not None:
+                        (args.logs / tdir.id).mkdir(parents=True, exist_ok=True)
+                        (args.logs / tdir.id / f"{variant}.log").write_text(text)
                     pairs = tuple((t.nodeid, t.outcome) for t in run.tests)
                     pair[variant] = Probe(tdir.id, str(variant), node_ids,
                                           tests_passed(pairs, node_ids), str(run.failure),
                                           found.errors, found.first, found.where,
                                           found.where in targets)  # fmt: skip
                 probes += [pair[Variant.BASE], pair[Variant.GOLD]]
+                if args.out is not None:
+                    with args.out.open("a") as fh:
+                        fh.writelines(json.dumps(asdict(pair[v])) + "\n" for v in pair)
     except EvalError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
     report(probes, Console())
-    if args.out is not None:
-        args.out.write_text("".join(json.dumps(asdict(p)) + "\n" for p in probes))
     return 0
 
 

@@ -97,10 +97,10 @@ def test_the_probe_runs_the_kept_tests_under_the_checker_and_tells_the_fix_apart
     assert ref["node_ids"] and not ref["fail_to_pass"], ref["validity_note"]
     out = tmp_path / "probe.jsonl"
     sanitizer = _stand_in(tmp_path / "cs")
-    assert memcheck_probe.main(["--tasks", str(tasks), "--work", str(work), "--no-sandbox",
-                                "--sanitizer", str(sanitizer), "--timeout", "120",
-                                "--scratch", str(tmp_path / "scratch"),
-                                "--out", str(out)]) == 0  # fmt: skip
+    argv = ["--tasks", str(tasks), "--work", str(work), "--no-sandbox", "--sanitizer",
+            str(sanitizer), "--timeout", "120", "--scratch", str(tmp_path / "scratch"),
+            "--out", str(out), "--logs", str(tmp_path / "logs")]  # fmt: skip
+    assert memcheck_probe.main(argv) == 0
     rows = {r["variant"]: r for r in map(json.loads, out.read_text().splitlines())}
     base, gold = rows["base"], rows["gold"]
     assert (base["errors"], base["where"], base["in_target"]) == (3, "add_kernel", True)
@@ -108,6 +108,9 @@ def test_the_probe_runs_the_kept_tests_under_the_checker_and_tells_the_fix_apart
     # the tests themselves passed at the setup state too: the checker is what tells
     assert base["passed"], base
     assert "separates the setup state from the gold on 1 of 1 tasks" in capsys.readouterr().out
+    # the sanitizer's findings in full, a log a variant
+    assert "Invalid __global__ read" in (tmp_path / "logs" / tdir.name / "base.log").read_text()
+    assert "ERROR SUMMARY: 0 errors" in (tmp_path / "logs" / tdir.name / "gold.log").read_text()
 
 
 def test_the_probe_says_when_there_is_no_sanitizer(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -14,6 +14,6 @@ timeout -k 10 -s INT 120 python3 -m pytest -q -p no:cacheprovider tests/test_wor
 echo "gpu test rc $? after $(( $(date +%s) - S )) s" >> $O/memcheck_test.txt
 timeout -k 30 -s INT $(( END - $(date +%s) + S )) python3 scripts/memcheck_probe.py --tasks /tmp/m1/tasks \
   --task-file $C/ids.txt --repo-path flash-linear-attention=$C/fla.git --max-node-ids 2 \
-  --timeout 240 --scratch /tmp/mps --out $O/probe.jsonl > $O/probe.txt 2>&1
+  --timeout 240 --scratch /tmp/mps --out $O/probe.jsonl --logs $O/probe_logs > $O/probe.txt 2>&1
 echo "probe rc $? after $(( $(date +%s) - S )) s" >> $O/probe.txt
 tail -n 30 $O/memcheck_test.txt $O/probe.txt | cut -c1-220
