@@ -570,10 +570,60 @@ def test_a_functions_parametrizations_with_the_prs_new_values_go_first(
     lines = {path: ((7, 7),)}
     assert [pr_values(i, lines) for i in items] == [0, 2]
     kept, _ = cap_items(items, 1, 4, (), lines)
-    assert [i.nodeid for i in kept] == [f"{path}::test_geglu[bfloat16]"]
+    assert [i.nodeid for i in kept] == [f"{path}::test_geglu[bfloat16]",
+                                        f"{path}::test_geglu[float32]"]  # fmt: skip
     # a change in the function's body (line 11) says nothing about its cases: collection order
+    # (and, the function being the PR's, PR_CASES of them)
     kept, _ = cap_items(items, 1, 4, (), {path: ((11, 11),)})
-    assert [i.nodeid for i in kept] == [f"{path}::test_geglu[float32]"]
+    assert [i.nodeid for i in kept] == [f"{path}::test_geglu[float32]",
+                                        f"{path}::test_geglu[bfloat16]"]  # fmt: skip
+
+
+def test_a_function_the_pr_changed_runs_several_cases_before_the_other_functions(
+    tmp_path, monkeypatch
+) -> None:
+    """flash-linear-attention #1135 masks the kernel's load of `g` and changes
+    `test_fused_recurrent` to poison the memory past `g` where D is not a power of two; its
+    first case is D=64 (nothing read past `g`), the next two D=60 and D=100. One case a function
+    kept D=64 alone, which passes at the setup state: "no fail-to-pass"."""
+    import importlib
+    from types import SimpleNamespace as NS
+
+    from eval.pytest_plugin import PR_CASES, cap_items
+
+    source = (
+        "import pytest\n"  # 1
+        "\n"  # 2
+        '@pytest.mark.parametrize("D", [64, 60, 100, 128])\n'  # 3
+        "def test_fused_recurrent(D):\n"  # 4
+        "    assert D\n"  # 5: the PR's change
+        "\n"  # 6
+        '@pytest.mark.parametrize("D", [64, 32])\n'  # 7
+        "def test_chunk(D):\n"  # 8
+        "    assert D\n"  # 9
+    )
+    (tmp_path / "test_recurrent_mod.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("test_recurrent_mod")
+    path = "tests/ops/test_kda.py"
+    items = [NS(nodeid=f"{path}::{fn}[D{d}]", function=getattr(mod, fn),
+                callspec=NS(params={"D": d}))
+             for fn, ds in (("test_chunk", (64, 32)), ("test_fused_recurrent", (64, 60, 100, 128)))
+             for d in ds]  # fmt: skip
+    kept, _ = cap_items(items, 1, 3, (), {path: ((5, 5),)})
+    assert PR_CASES == 3
+    assert [i.nodeid.split("::")[1] for i in kept] == [
+        "test_fused_recurrent[D64]",
+        "test_fused_recurrent[D60]",
+        "test_fused_recurrent[D100]",
+    ]
+    # room for more: the other function's first case after them, as before
+    kept, _ = cap_items(items, 1, 5, (), {path: ((5, 5),)})
+    assert [i.nodeid.split("::")[1] for i in kept][3:] == ["test_chunk[D64]"]
+    # no PR change: one case a function, round-robin, as before
+    kept, _ = cap_items(items, 1, 5, (), {})
+    assert [i.nodeid.split("::")[1] for i in kept] == ["test_chunk[D64]",
+                                                       "test_fused_recurrent[D64]"]  # fmt: skip
 
 
 def test_an_autotuned_launch_is_compared_with_its_own_arguments_before_tuning() -> None:

@@ -164,14 +164,15 @@ def test_a_selection_whose_gold_fails_the_first_parametrization_tries_the_next(t
     #cce7a2fc0b each ran one parametrization of `test_chunk` (D=300), which the gold itself
     fails, and ended "the selection run failed". Here the gold launches too few programs for
     n > 256 (it fails n=300) and fixes the base's wrong sum at n=100: the selection runs once
-    more without the failed node id and the task verifies on n=100."""
+    more without the failed node ids and the task verifies on n=100. (The test is the PR's, so
+    its first PR_CASES cases run at once: three sizes the gold fails come first.)"""
     from curation.taskdir import task_dirs
     from eval.__main__ import main as eval_main
     from tests.tinyfw import GOLD_OPS, OPS, mine_ops_fix
 
     test = (
         "import pytest\nimport torch\n\nfrom pkg.ops import add\n\n\n"
-        "@pytest.mark.parametrize('n', [300, 100])\n"
+        "@pytest.mark.parametrize('n', [300, 400, 500, 100])\n"
         "def test_values(n):\n"
         "    x = torch.arange(n, dtype=torch.float32)\n"
         "    torch.testing.assert_close(add(x, x), 2 * x)\n"
