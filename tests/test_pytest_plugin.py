@@ -537,13 +537,22 @@ def test_the_selections_first_config_never_reaches_the_autotuning_cache() -> Non
     assert Autotuner.__dict__["check_disk_cache"] is original
 
 
+def _test_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str):
+    """A test module written under `tmp_path` and imported (its functions' source lines are what
+    `changed_by_pr` reads)."""
+    import importlib
+
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module(name)
+
+
 def test_a_functions_parametrizations_with_the_prs_new_values_go_first(
     tmp_path, monkeypatch
 ) -> None:
     """Liger-Kernel #986 tightens the bfloat16 tolerances of its GEGLU test to 1e-2 (the case
     that fails at the setup state); with one parametrization a function, collection order took
     float32, which passes either way: "no fail-to-pass"."""
-    import importlib
     from types import SimpleNamespace as NS
 
     from eval.pytest_plugin import cap_items, pr_values
@@ -561,9 +570,7 @@ def test_a_functions_parametrizations_with_the_prs_new_values_go_first(
         "def test_geglu(dtype, atol):\n"  # 10
         "    assert atol < 2\n"  # 11
     )
-    (tmp_path / "test_geglu_mod.py").write_text(source)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    fn = importlib.import_module("test_geglu_mod").test_geglu
+    fn = _test_module(tmp_path, monkeypatch, "test_geglu_mod", source).test_geglu
     path = "test/test_geglu.py"
     items = [NS(nodeid=f"{path}::test_geglu[{d}]", function=fn, callspec=NS(params={"dtype": d,
                 "atol": a})) for d, a in (("float32", 1.0), ("bfloat16", 0.01))]  # fmt: skip
@@ -586,7 +593,6 @@ def test_a_function_the_pr_changed_runs_several_cases_before_the_other_functions
     `test_fused_recurrent` to poison the memory past `g` where D is not a power of two; its
     first case is D=64 (nothing read past `g`), the next two D=60 and D=100. One case a function
     kept D=64 alone, which passes at the setup state: "no fail-to-pass"."""
-    import importlib
     from types import SimpleNamespace as NS
 
     from eval.pytest_plugin import PR_CASES, cap_items
@@ -602,9 +608,7 @@ def test_a_function_the_pr_changed_runs_several_cases_before_the_other_functions
         "def test_chunk(D):\n"  # 8
         "    assert D\n"  # 9
     )
-    (tmp_path / "test_recurrent_mod.py").write_text(source)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    mod = importlib.import_module("test_recurrent_mod")
+    mod = _test_module(tmp_path, monkeypatch, "test_recurrent_mod", source)
     path = "tests/ops/test_kda.py"
     items = [NS(nodeid=f"{path}::{fn}[D{d}]", function=getattr(mod, fn),
                 callspec=NS(params={"D": d}))
