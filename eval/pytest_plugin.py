@@ -270,14 +270,14 @@ def _pr_cases_first(group: list[Any], lines: Mapping[str, Sequence[tuple[int, in
 PR_CASES = 3
 
 
-def _round_robin(groups: Sequence[Sequence[Any]], total: int) -> list[Any]:
+def _round_robin(groups: Sequence[Sequence[Any]], cap: int | None) -> list[Any]:
     """The groups' items taken a depth at a time (every group's first, then every second...),
-    at most `total` (0: all)."""
+    at most `cap` (None: all)."""
     chosen: list[Any] = []
     depth = 0
     while any(depth < len(v) for v in groups):
         for v in groups:
-            if depth < len(v) and (total <= 0 or len(chosen) < total):
+            if depth < len(v) and (cap is None or len(chosen) < cap):
                 chosen.append(v[depth])
         depth += 1
     return chosen
@@ -315,17 +315,16 @@ def cap_items(
                       : per_test * (PR_CASES if rank[k][0] == 0 else 1)]
                   for k, v in groups.items()}  # fmt: skip
     # the PR's own functions with all their cases first, then the others round-robin
-    chosen = _round_robin([v for k, v in groups.items() if rank[k][0] == 0], total)
-    room = total - len(chosen) if total > 0 else 0  # 0: no cap
-    if total <= 0 or room > 0:
-        chosen += _round_robin([v for k, v in groups.items() if rank[k][0] != 0], room)
-    keep = {id(i) for i in chosen}
+    cap = total if total > 0 else None
+    chosen = _round_robin([v for k, v in groups.items() if rank[k][0] == 0], cap)
+    rest = None if cap is None else cap - len(chosen)
+    chosen += _round_robin([v for k, v in groups.items() if rank[k][0] != 0], rest)
     # the chosen ones run in that order (a run killed at its time
     # limit keeps the tests that finished)
     order = {id(i): n for n, i in enumerate(chosen)}
-    kept = sorted((i for i in items if id(i) in keep),
+    kept = sorted((i for i in items if id(i) in order),
                   key=lambda i: (rank[i.nodeid.split("[", 1)[0]], order[id(i)]))  # fmt: skip
-    return kept, [i for i in items if id(i) not in keep]
+    return kept, [i for i in items if id(i) not in order]
 
 
 def match_kernel_events(
