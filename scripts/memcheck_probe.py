@@ -72,12 +72,6 @@ def separates(base: Probe, gold: Probe) -> bool:
     return bool(base.errors) and base.in_target and gold.errors == 0 and gold.passed
 
 
-def tests_passed(run_tests: tuple[tuple[str, str], ...], node_ids: tuple[str, ...]) -> bool:
-    """Every kept node id reported and passed ((node id, outcome) pairs of a run)."""
-    outcome = dict(run_tests)
-    return all(outcome.get(n) == "passed" for n in node_ids)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description="Run tasks' kept tests under compute-sanitizer memcheck, setup state and "
@@ -132,15 +126,15 @@ def main(argv: list[str] | None = None) -> int:
                     run = backend.run(task, tdir, variant, run_dir, 0,
                                       extra_env={**CHECKED_ENV, **QUIET},
                                       checker=memcheck_command(sanitizer))  # fmt: skip
-                    log = run_dir / "pytest.log"
-                    text = log.read_text(errors="replace") if log.exists() else ""
+                    log = Path(run.log) if run.log else None  # none: the tree was not made
+                    text = log.read_text(errors="replace") if log and log.is_file() else ""
                     found = read_log(text)
                     if args.logs is not None:
                         (args.logs / tdir.id).mkdir(parents=True, exist_ok=True)
                         (args.logs / tdir.id / f"{variant}.log").write_text(text)
-                    pairs = tuple((t.nodeid, t.outcome) for t in run.tests)
-                    pair[variant] = Probe(tdir.id, str(variant), node_ids,
-                                          tests_passed(pairs, node_ids), str(run.failure),
+                    passed = all(run.outcome_of(n) == "passed" for n in node_ids)
+                    pair[variant] = Probe(tdir.id, str(variant), node_ids, passed,
+                                          str(run.failure),
                                           found.errors, found.first, found.where,
                                           found.where in targets)  # fmt: skip
                 probes += [pair[Variant.BASE], pair[Variant.GOLD]]
