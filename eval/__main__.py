@@ -9,13 +9,17 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import CoreError
 from core.records import from_args
 from curation.errors import CurationError
 from eval.errors import EvalError
 from mining.errors import MiningError
+
+if TYPE_CHECKING:
+    from curation.model import Verification
+    from curation.taskdir import TaskDir
 
 
 def _selection(p: argparse.ArgumentParser) -> None:
@@ -385,23 +389,49 @@ def cmd_oracle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _restored_verdict(tdir: TaskDir) -> Verification | None:
+    """A new verdict for a directory whose verdict came from a release without its reference
+    runs (None to keep it): out of scope where its hardware says so; for an optimization with
+    a workload result, that result's verdict with the release's tests
+    (`eval.gate.released_tests_verdict`) where it differs."""
+    from curation.model import Verification
+    from curation.taskdir import TaskFile
+    from eval.gate import released_tests_verdict
+    from eval.perf_scores import gpu_name
+    from eval.reference import hardware_verdict
+    from eval.workload_model import WorkloadResult
+
+    task = tdir.load_task()
+    hardware = hardware_verdict(task)
+    if hardware is not None:
+        return hardware
+    result = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
+    if result is None:
+        return None
+    restored = released_tests_verdict(task, result, gpu_name(result.environment))
+    now = task.verification
+    if restored is None or (now.status, now.reason) == restored:
+        return None
+    return Verification(restored[0], restored[1], result.measured_at, result.environment)
+
+
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from curation.taskdir import TaskFile, task_dirs
     from eval.compat import pinned_triton
     from eval.gate import retype
     from eval.model import Reference
-    from eval.reference import hardware_verdict, launches_seen, rejudge
+    from eval.reference import launches_seen, rejudge
     from eval.workload_model import WorkloadResult
 
     n = changed = 0
     for tdir in task_dirs(args.tasks):
         old = tdir.load(TaskFile.REFERENCE, Reference)
-        if old is None:  # a verdict without its runs (restored from a release): hardware only
-            hardware = hardware_verdict(tdir.load_task())
-            if hardware is not None:
-                tdir.record_verification(hardware)
+        if old is None:  # a verdict without its runs (restored from a release): its hardware
+            verdict = _restored_verdict(tdir)  # and, for an optimization, a newer workload
+            if verdict is not None:
+                tdir.record_verification(verdict)
                 changed += 1
-                print(f"{tdir.id}: {hardware.status} ({hardware.reason}; no reference.json)")
+                print(f"{tdir.id}: {verdict.status} ({verdict.reason}; no reference.json)")
             continue
         workload = tdir.load(TaskFile.WORKLOAD_RESULT, WorkloadResult)
         task = tdir.load_task()

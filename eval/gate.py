@@ -145,6 +145,26 @@ def optimization_verdict(
     return VerificationStatus.UNVERIFIED, why
 
 
+def released_tests_verdict(
+    task: Task, workload: WorkloadResult, gpu: str
+) -> tuple[VerificationStatus, str] | None:
+    """An optimization's verdict by a new workload measurement where its directory has no
+    reference runs, only the tests' lists its verdict was restored with from a release
+    (`scripts/restore_verdicts.py`): when those lists say the gold passed every kept node id at
+    both states (all of them pass-to-pass, none fail-to-pass), the tests' part is the release's
+    and the workload decides, as `decide` would. None when the lists do not say so (the caller
+    keeps "its tests have no reference run yet"). Found on 2026-12-07 (eighth session): the
+    H100 remeasure of Liger-Kernel #1112, verified on the H200 with day-2 runs no state keeps,
+    took it back to unverified."""
+    tests = task.tests
+    if task.task_type.type is not TaskType.OPTIMIZATION or tests.fail_to_pass:
+        return None
+    if not tests.node_ids or not set(tests.node_ids) <= set(tests.pass_to_pass):
+        return None
+    status, why = optimization_verdict(task, workload, gpu)
+    return status, f"{len(tests.node_ids)} tests pass with the gold; {why}"
+
+
 def gpus_wanted(selection: RunResult | None) -> tuple[int, str] | None:
     """(fewest GPUs, a skip message) when every test of the selection run skipped itself for
     want of devices (flash-linear-attention #774's context-parallel tests on one H200): the

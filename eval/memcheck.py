@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MEMCHECK_EXIT = 86  # compute-sanitizer's exit status when it found errors (--error-exitcode)
-# A checked process allocates each tensor with its own cudaMalloc: PyTorch's caching allocator
-# hands out pieces of 2 MiB (and larger) segments, and memcheck bounds an access by the
-# cudaMalloc it falls in, so a kernel reading or writing past its tensor but inside the segment
-# went unseen (PyTorch's notes on CUDA semantics give this switch for memory checkers). Every
-# memcheck verdict before 2026-12-07 (seventh session) ran with the caching allocator on.
+# With it a checked process allocates each tensor by its own cudaMalloc (PyTorch's caching
+# allocator hands out pieces of 2 MiB and larger segments); PyTorch's notes on CUDA semantics
+# give this switch for memory checkers. What it changes is not shown: on an H100 (call 88,
+# 2026-12-07) memcheck reported no error for a kernel reading 16 KiB past a 64-byte tensor with
+# the allocator on or off; scripts/memcheck_bounds.py measures where the tool's bound is.
 CHECKED_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")

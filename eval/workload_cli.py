@@ -307,16 +307,24 @@ def _phases(result: WorkloadResult) -> str:
 
 
 def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
-    """The gate's verdict with the new workload: rejudged with the task's reference runs, or,
-    before its tests have had any, unverified with the measured ratio as the reason."""
+    """The gate's verdict with the new workload: rejudged with the task's reference runs; for
+    a verdict restored from a release without its runs, by the workload with the release's
+    tests (`released_tests_verdict`); before its tests have had any, unverified with the
+    measured ratio as the reason."""
     from curation.model import Verification, VerificationStatus
     from eval.compat import pinned_triton
-    from eval.gate import optimization_verdict, retype
+    from eval.gate import optimization_verdict, released_tests_verdict, retype
     from eval.model import Reference
     from eval.perf_scores import gpu_name
     from eval.reference import rejudge
 
     ref = tdir.load(TaskFile.REFERENCE, Reference)
+    restored = released_tests_verdict(task, result, gpu_name(result.environment))
+    if ref is None and restored is not None:  # its tests' runs are the release's
+        status, why = restored
+        tdir.record_verification(Verification(status, why, result.measured_at,
+                                              result.environment))  # fmt: skip
+        return f"; {status}: {why} (tests: the released reference)"
     if ref is None or not ref.node_ids:
         status, why = optimization_verdict(task, result, gpu_name(result.environment))
         ok = status is VerificationStatus.VERIFIED

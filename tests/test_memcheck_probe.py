@@ -23,6 +23,7 @@ from tests.tinyfw import OPS, mine_ops_fix
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
+import memcheck_bounds
 import memcheck_probe
 
 CLEAN = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
@@ -124,3 +125,50 @@ def test_the_probe_has_help(capsys) -> None:
         memcheck_probe.main(["--help"])
     assert exc.value.code == 0
     assert "--max-node-ids" in capsys.readouterr().out
+
+
+def test_the_bounds_measurement_runs_each_offset_with_the_allocator_on_and_off_at_each_padding(
+    tmp_path: Path,
+) -> None:
+    """scripts/memcheck_bounds.py (the GPU measurement of where memcheck sees a read past a
+    tensor, after call 88's H100 saw none 16 KiB past a 64-byte tensor with the allocator off):
+    its cases, each case's command and environment, and how a log reads as seen or not."""
+    from eval.backends import MULTICAST_OFF
+    from eval.memcheck import CHECKED_ENV
+
+    grid = memcheck_bounds.cases([16, 4096], [0, 256])
+    assert len(grid) == 8 and len(set(grid)) == 8
+    first = grid[0]
+    assert (first.offset, first.caching, first.padding, first.bytes_past_end) == (16, True, 0, 0)
+    assert memcheck_bounds.Case(4096, False, 0).bytes_past_end == (4096 - 16) * 4
+    script = tmp_path / "read_past.py"
+    plain = memcheck_bounds.command("cs", first, script)
+    padded = memcheck_bounds.command("cs", memcheck_bounds.Case(16, True, 256), script)
+    assert plain[: len(memcheck_command("cs"))] == memcheck_command("cs")
+    assert "--padding" not in plain and plain[-2:] == [str(script), "16"]
+    assert padded[padded.index("--padding") + 1] == "256"
+    on = memcheck_bounds.environment(first, tmp_path / "c")
+    off = memcheck_bounds.environment(memcheck_bounds.Case(16, False, 0), tmp_path / "c")
+    assert not set(CHECKED_ENV) & set(on) and off.items() >= CHECKED_ENV.items()
+    assert on.items() >= MULTICAST_OFF.items() and off["TRITON_CACHE_DIR"] == str(tmp_path / "c")
+    seen = memcheck_bounds.outcome(first, MEMCHECK_EXIT, ERRORS)
+    assert seen.seen and seen.errors == 3 and seen.first.startswith("Invalid __global__ read")
+    assert not memcheck_bounds.outcome(first, 0, CLEAN).seen
+    assert not memcheck_bounds.outcome(first, 1, "Traceback ...").seen  # no summary: not seen
+    # the kernel the cases run reads exactly the block at the offset, no mask
+    text = memcheck_bounds.READ_PAST.format(n=memcheck_bounds.ELEMENTS)
+    assert "tl.load(x_ptr + i + OFFSET)" in text and "torch.ones(16" in text
+
+
+def test_the_bounds_measurement_says_what_it_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    if memcheck_bounds.find_sanitizer() is None:
+        assert memcheck_bounds.main([]) == 1
+        assert "compute-sanitizer not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        memcheck_bounds.main(["--offsets", "16,x"])
+    assert "not a comma-separated list of integers: 16,x" in capsys.readouterr().err

@@ -26,9 +26,11 @@ R="--repo-path flash-linear-attention=$C/fla.git"
 # SELECT_TIMEOUT (2026-12-06, sixth session): the selection run's limit, 180 s by default; four
 # flash-linear-attention selections (#459, #472, #602, #660) and Liger-Kernel #1248 were killed
 # at 180 s compiling from a cold cache beside 10-14 streams
+# RESELECT=1 (2026-12-07, eighth session): choose the node ids again (`--reselect`); FORCE
+# alone reruns a judged task on the node ids it has (call 87 ran .carry/fX's 19 tasks so)
 # SELECT_PER_TEST, MAX_NODE_IDS (2026-12-06, third session): the selection's caps, for the "no
 # fail-to-pass" experiment (next_calls.md: FORCE=1 SELECT_PER_TEST=3 MAX_NODE_IDS=5)
-F="${FORCE:+--force }--tasks $T $R --select-per-test ${SELECT_PER_TEST:-1} --max-node-ids ${MAX_NODE_IDS:-3} --select-timeout ${SELECT_TIMEOUT:-180} --timeout 420 --runs 3 --deadline 300 --triton-cache /tmp/tcr"
+F="${FORCE:+--force }${RESELECT:+--reselect }--tasks $T $R --select-per-test ${SELECT_PER_TEST:-1} --max-node-ids ${MAX_NODE_IDS:-3} --select-timeout ${SELECT_TIMEOUT:-180} --timeout 420 --runs 3 --deadline 300 --triton-cache /tmp/tcr"
 if [ -s $C/n0.txt ] && [ ${N0_JOBS:-2} -gt 0 ]; then
   ( timeout -k 30 -s INT $REF_END python3 -m eval reference $F --task-file $C/n0.txt --out /tmp/r0 \
       --jobs ${N0_JOBS:-2} --scratch /tmp/s0 > $O/n0.log 2>&1
