@@ -39,10 +39,13 @@ def find_sanitizer() -> str | None:
     return None
 
 
-def memcheck_command(sanitizer: str, print_limit: int = 5) -> list[str]:
-    """The command a checked process runs under: memcheck, exit MEMCHECK_EXIT on an error."""
+def memcheck_command(sanitizer: str, print_limit: int = 5, padding: int = 0) -> list[str]:
+    """The command a checked process runs under: memcheck, exit MEMCHECK_EXIT on an error;
+    with `padding`, compute-sanitizer's guard buffer of that many bytes after each allocation
+    (an access there is an error, where it might land in the next allocation without)."""
+    pad = ["--padding", str(padding)] if padding else []
     return [sanitizer, "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT),
-            "--print-limit", str(print_limit)]  # fmt: skip
+            "--print-limit", str(print_limit), *pad]  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,8 @@ def cases(offsets: list[int], paddings: list[int]) -> list[Case]:
 
 
 def command(sanitizer: str, case: Case, script: Path) -> list[str]:
-    padding = ["--padding", str(case.padding)] if case.padding else []
-    return [*memcheck_command(sanitizer), *padding, sys.executable, str(script), str(case.offset)]
+    checker = memcheck_command(sanitizer, padding=case.padding)
+    return [*checker, sys.executable, str(script), str(case.offset)]
 
 
 def environment(case: Case, cache: Path) -> dict[str, str]:

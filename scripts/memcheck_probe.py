@@ -89,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-sandbox", action="store_true", help="run unsandboxed (base and gold)")
     ap.add_argument("--scratch", type=Path, help="parent of the scratch trees")
     ap.add_argument("--sanitizer", help="compute-sanitizer to use (default: found on the host)")
+    ap.add_argument(
+        "--padding",
+        type=int,
+        default=0,
+        help="compute-sanitizer --padding: guard bytes after each allocation",
+    )
     ap.add_argument("--out", type=Path, help="write one JSON line per task and variant")
     ap.add_argument("--logs", type=Path, help="keep each checked run's log here (TASK/VARIANT.log)")
     args = ap.parse_args(argv)
@@ -120,12 +126,13 @@ def main(argv: list[str] | None = None) -> int:
                 task = replace(task, tests=replace(task.tests, node_ids=node_ids))
                 targets = target_kernel_names(task)
                 pair = {}
+                checker = memcheck_command(sanitizer, padding=args.padding)
                 for variant in (Variant.BASE, Variant.GOLD):
                     run_dir = Path(tmp) / "runs" / tdir.id / f"memcheck-{variant}"
                     console.print(f"{tdir.id}: {variant} under memcheck ...")
                     run = backend.run(task, tdir, variant, run_dir, 0,
                                       extra_env={**CHECKED_ENV, **QUIET},
-                                      checker=memcheck_command(sanitizer))  # fmt: skip
+                                      checker=checker)  # fmt: skip
                     log = Path(run.log) if run.log else None  # none: the tree was not made
                     text = log.read_text(errors="replace") if log and log.is_file() else ""
                     found = read_log(text)

@@ -66,10 +66,12 @@ def test_whole_blocks():
 
 
 def _stand_in(path: Path) -> Path:
-    """compute-sanitizer's stand-in: skips its options, runs the command, prints an error log
-    naming add_kernel where the tree's kernel loads unmasked, else a clean one."""
+    """compute-sanitizer's stand-in: notes its arguments (PATH.args), skips its options, runs
+    the command, prints an error log naming add_kernel where the tree's kernel loads unmasked,
+    else a clean one."""
     path.write_text(
         "#!/bin/sh\n"
+        f'echo "$@" >> {path}.args\n'
         'while [ "$1" != "${1#-}" ]; do shift; shift; done\n'
         '"$@"\nrc=$?\n'
         "if grep -q 'x_ptr + offs)' pkg/ops.py; then\n"
@@ -100,8 +102,9 @@ def test_the_probe_runs_the_kept_tests_under_the_checker_and_tells_the_fix_apart
     sanitizer = _stand_in(tmp_path / "cs")
     argv = ["--tasks", str(tasks), "--work", str(work), "--no-sandbox", "--sanitizer",
             str(sanitizer), "--timeout", "120", "--scratch", str(tmp_path / "scratch"),
-            "--out", str(out), "--logs", str(tmp_path / "logs")]  # fmt: skip
+            "--out", str(out), "--logs", str(tmp_path / "logs"), "--padding", "4096"]  # fmt: skip
     assert memcheck_probe.main(argv) == 0
+    assert "--padding 4096" in Path(f"{sanitizer}.args").read_text()
     rows = {r["variant"]: r for r in map(json.loads, out.read_text().splitlines())}
     base, gold = rows["base"], rows["gold"]
     assert (base["errors"], base["where"], base["in_target"]) == (3, "add_kernel", True)
@@ -146,6 +149,7 @@ def test_the_bounds_measurement_runs_each_offset_with_the_allocator_on_and_off_a
     padded = memcheck_bounds.command("cs", memcheck_bounds.Case(16, True, 256), script)
     assert plain[: len(memcheck_command("cs"))] == memcheck_command("cs")
     assert "--padding" not in plain and plain[-2:] == [str(script), "16"]
+    assert memcheck_command("cs", padding=256)[-2:] == ["--padding", "256"]
     assert padded[padded.index("--padding") + 1] == "256"
     on = memcheck_bounds.environment(first, tmp_path / "c")
     off = memcheck_bounds.environment(memcheck_bounds.Case(16, False, 0), tmp_path / "c")
