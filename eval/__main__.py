@@ -246,13 +246,18 @@ def cmd_reference(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
 
-    from eval.session import EvalSettings, run_references
+    from eval.session import EvalSettings, kept_selections, run_references
 
     settings = from_args(EvalSettings, args)
     if not settings.no_sandbox and settings.backend == "local":
         from eval.sandbox import tools
 
         tools()  # no bwrap: one error line before any progress is drawn
+    kept = kept_selections(settings)
+    if kept:
+        print(f"note: {len(kept)} task(s) run again on the node ids chosen before (first: "
+              f"{kept[0]}); --reselect chooses them anew, under --select-per-test and "
+              "--max-node-ids", file=sys.stderr)  # fmt: skip
     with Progress(console=Console(stderr=True)) as bar:
         job = bar.add_task("reference runs", total=None)
 

@@ -147,6 +147,17 @@ def gpus_here() -> int:
         return 1
 
 
+def kept_selections(args: EvalSettings) -> list[str]:
+    """The tasks that `--force` runs again on the node ids chosen before: a judged task keeps
+    them unless `--reselect`, so the selection's caps (`--select-per-test`, `--max-node-ids`)
+    and rules do not reach it (call 87, 2026-12-07: 19 tasks meant for a new selection rule ran
+    on their old node ids, and nothing said so)."""
+    if not args.force or args.reselect:
+        return []
+    return [t.id for t in select_tasks(args)
+            if t.has(TaskFile.REFERENCE) and t.load_task().tests.node_ids]  # fmt: skip
+
+
 def run_references(
     args: EvalSettings,
     on_done: Callable[[TaskDir, Reference | None, str], None] = lambda t, r, e: None,

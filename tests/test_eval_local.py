@@ -219,6 +219,36 @@ def test_reselect_collects_the_test_files_not_the_old_node_ids(task_env, tmp_pat
     assert ref.fail_to_pass == ("tests/test_values.py::test_values",) and ref.valid
 
 
+def test_force_without_reselect_says_which_tasks_keep_their_node_ids(
+    task_env, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """Call 87 (2026-12-07): `--force` with new selection caps reran 19 judged tasks on the node
+    ids chosen before, and no line said so. A forced run now names them first; with
+    `--reselect`, or for a task without node ids, there is nothing to say."""
+    from core.files import write_record
+    from eval import session
+
+    _repo, work, tasks = task_env
+    tdir = _copy_tasks(tasks, tmp_path / "tasks")
+    old = tdir.load_task()
+    judged = replace(old, tests=replace(old.tests, node_ids=("tests/test_shape.py::test_shape",)))
+    write_record(tdir.root / "task.json", judged)
+    (tdir.root / "reference.json").write_text("{}")  # judged before: its reference exists
+    monkeypatch.setattr(session, "run_references", lambda settings, done: ([], {}))
+    argv = ["reference", "--tasks", str(tmp_path / "tasks"), "--work", str(work),
+            "--out", str(tmp_path / "runs"), "--select-per-test", "3"]  # fmt: skip
+    assert eval_main([*argv, "--force"]) == 0
+    err = capsys.readouterr().err
+    assert f"note: 1 task(s) run again on the node ids chosen before (first: {tdir.id})" in err
+    assert eval_main([*argv, "--force", "--reselect"]) == 0
+    assert "note:" not in capsys.readouterr().err
+    assert eval_main(argv) == 0  # not forced: a judged task does not run at all
+    assert "note:" not in capsys.readouterr().err
+    write_record(tdir.root / "task.json", replace(judged, tests=replace(judged.tests, node_ids=())))
+    assert eval_main([*argv, "--force"]) == 0  # no node ids: the selection runs anyway
+    assert "note:" not in capsys.readouterr().err
+
+
 def test_an_interrupted_reference_resumes_from_its_finished_runs(
     task_env, tmp_path: Path, monkeypatch
 ) -> None:
