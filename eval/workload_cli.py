@@ -319,14 +319,15 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     from eval.reference import rejudge
 
     ref = tdir.load(TaskFile.REFERENCE, Reference)
-    restored = released_tests_verdict(task, result, gpu_name(result.environment))
-    if ref is None and restored is not None:  # its tests' runs are the release's
+    gpu = gpu_name(result.environment)
+    restored = released_tests_verdict(task, result, gpu) if ref is None else None
+    if restored is not None:  # its tests' runs are the release's
         status, why = restored
         tdir.record_verification(Verification(status, why, result.measured_at,
                                               result.environment))  # fmt: skip
         return f"; {status}: {why} (tests: the released reference)"
     if ref is None or not ref.node_ids:
-        status, why = optimization_verdict(task, result, gpu_name(result.environment))
+        status, why = optimization_verdict(task, result, gpu)
         ok = status is VerificationStatus.VERIFIED
         reason = f"{why}; its tests have no reference run yet" if ok else why
         if ok:  # verified only with its tests' reference runs
