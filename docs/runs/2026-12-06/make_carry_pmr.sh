@@ -72,5 +72,12 @@ done
 R=""; for b in fla:flash-linear-attention lig:liger-kernel mlm:megatron-lm; do
   [ -e $C/${b%%:*}.git ] && R="$R --repo-path ${b#*:}=$C/${b%%:*}.git"; done
 python -m eval oracle --tasks $work/tasks --task-file $C/score.txt $R --from gold --out $C/gold.jsonl | tail -n 1
+# wl_oracle.txt (2026-12-07, eighth session): the optimizations among them that their workload
+# verified; `eval score` completes such a task only on the prediction's workload times in its
+# out folder (`eval.score.workload_times`), so call_pmr.sh times the gold on the workload first
+# (without it Liger-Kernel #1187 and #815 read "workload_not_run" and never completed)
+for t in $(cat $C/score.txt); do
+  [ -f $work/tasks/$t/workload_result.json ] && grep -q '"type": "optimization"' $work/tasks/$t/task.json && echo $t
+done > $C/wl_oracle.txt || true
 tar -C $work -czf $C/tasks.tgz tasks
 wc -l $C/score.txt $work/outside.txt; du -sh $C
