@@ -565,8 +565,6 @@ def test_a_workload_from_the_ops_registry_that_replaced_the_scripts(tmp_path: Pa
 TEST_STYLE = """import os
 
 import pytest
-
-from core.files import write_json, write_record
 import torch
 import torch.nn.functional as F
 
