@@ -19,7 +19,9 @@ reference.json: an older run's would bring back a verdict it replaced), and one 
 own verdict (perhaps rejudged since) keeps that and only gains the run files it lacks. Calls
 are merged oldest first (`scripts/rebuild_state.sh` sorts their folders). A partial reference
 replaces the directory's (the call resumed from it); a merged verdict removes it, and a partial
-older than the directory's verdict is skipped. What is skipped is named, with why.
+older than the directory's verdict is skipped. What is skipped is named, with why; a verified
+task a run leaves unverified or out of scope says "no longer verified", and the summary counts
+them.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any
 
 from core.errors import one_line
 from core.records import from_json
-from curation.model import TestSelection, Verification
+from curation.model import TestSelection, Verification, VerificationStatus
 from curation.taskdir import TaskDir, TaskFile
 
 # env.json: the pins a run's wheelhouse came from (a call that ran a task on its pinned
@@ -188,7 +190,19 @@ def merge_one(run: Path, tasks: Path) -> str:
     if TaskFile.REFERENCE in copied:
         tdir.path(PARTIAL).unlink(missing_ok=True)  # finished: nothing to resume
     files = "".join(f"; {f}" for f in copied)
-    return f"merged: {verdict.status} ({verdict.reason}){files}"
+    # a verified task this run takes out of the default configuration is said so, and counted
+    # (call 88, 2026-12-07: #1033's gain did not reproduce, and #1112's recorder lost its
+    # restored tests; both read as any other "merged" line)
+    lost = f" ({DEMOTED})" if _demoted(current, verdict) else ""
+    return f"merged: {verdict.status}{lost} ({verdict.reason}){files}"
+
+
+DEMOTED = "no longer verified"
+
+
+def _demoted(before: Verification, after: Verification) -> bool:
+    return (before.status is VerificationStatus.VERIFIED
+            and after.status is not VerificationStatus.VERIFIED)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", type=Path, nargs="+", help="folders or .tar/.tgz archives")
     ap.add_argument("--tasks", type=Path, default=Path("tasks"), help="task directories")
     args = ap.parse_args(argv)
-    merged = kept = partial = skipped = 0
+    merged = kept = partial = skipped = demoted = 0
     with tempfile.TemporaryDirectory() as scratch:
         try:
             runs = list(run_dirs(args.results, Path(scratch)))
@@ -210,10 +224,12 @@ def main(argv: list[str] | None = None) -> int:
                 what = f"unreadable ({one_line(exc)}), skipped"
             print(f"{run.name}: {what}")
             merged += what.startswith("merged")
+            demoted += what.startswith("merged: ") and f" ({DEMOTED}) " in what
             kept += what.startswith("kept")
             partial += what.startswith("partial")
             skipped += not what.startswith(("merged", "kept", "partial"))
-    print(f"{merged} merged, {kept} kept, {partial} partial, {skipped} skipped")
+    lost = f"; {demoted} {DEMOTED}: read their reasons after `eval rejudge`" if demoted else ""
+    print(f"{merged} merged, {kept} kept, {partial} partial, {skipped} skipped{lost}")
     return 0 if merged or kept or partial or not skipped else 1
 
 

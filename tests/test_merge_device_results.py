@@ -113,6 +113,33 @@ def test_a_run_returns_only_to_its_own_task_and_never_over_a_newer_verdict(
     assert tdir.path(TaskFile.WORKLOAD).read_text() == '{"plan": 2}'
 
 
+def test_a_run_that_takes_a_verified_task_out_says_so(tmp_path: Path, capsys) -> None:
+    """Call 88 (2026-12-07): #1033's third workload measurement (1.02x) and #1112's recorder
+    (which had lost its restored tests) each left a verified task unverified, and both read as
+    any other "merged" line. Such a line now says "no longer verified", and the summary counts
+    them; a run that keeps a task verified, or judges an unverified one, says nothing more."""
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    _run_copy(tdir.root, tmp_path / "first")
+    assert merge([str(tmp_path / "first"), "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert "merged: verified (1 fail-to-pass" in out and "no longer verified" not in out
+    slower = {"checked_at": "2026-12-07T21:46:07+00:00", "status": "unverified",
+              "reason": "gold not faster enough on the workload: 1.02x (needs 1.1x)"}  # fmt: skip
+    _run_copy(tdir.root, tmp_path / "second", verification=slower)
+    assert merge([str(tmp_path / "second"), "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert "merged: unverified (no longer verified) (gold not faster enough" in out
+    assert out.rstrip().endswith(
+        "1 merged, 0 kept, 0 partial, 0 skipped; 1 no longer verified: read their reasons after "
+        "`eval rejudge`"
+    )
+    again = {**slower, "checked_at": "2026-12-08T00:00:00+00:00"}
+    _run_copy(tdir.root, tmp_path / "third", verification=again)
+    assert merge([str(tmp_path / "third"), "--tasks", str(tasks)]) == 0
+    assert "no longer verified" not in capsys.readouterr().out  # it was not verified
+
+
 def test_a_partial_reference_goes_back_for_the_next_call_and_a_verdict_removes_it(
     tmp_path: Path, capsys
 ) -> None:
