@@ -1,6 +1,6 @@
 """Where compute-sanitizer memcheck sees a Triton kernel's read past its tensor, on this GPU.
 
-    python scripts/memcheck_bounds.py [--offsets 16,128,4096,262144] [--padding 0,4096]
+    python scripts/memcheck_bounds.py [--offsets 16,128,4096,262144,67108864] [--padding 0,4096]
         [--out bounds.jsonl]
 
 A measurement of the tool before it becomes a gate rule. On an H100 (call 88, 2026-12-07)
@@ -10,7 +10,9 @@ led us to expect (docs/workloads.md). This runs one small process per case: a 16
 tensor read `offset` elements past its start (16 is the first element past its end) by a
 one-block Triton kernel, under memcheck with the caching allocator on and off, and with
 compute-sanitizer's `--padding` (bytes of guard buffer after each allocation) at each value
-given; each row says whether memcheck reported the read, and its first finding.
+given; each row says whether memcheck reported the read, and its first finding. The last
+default offset (256 MiB past) lies outside any allocation a small process makes: if memcheck
+misses that too, it does not see this Triton kernel's accesses at all.
 
 Reads nothing. Writes: each case's script and Triton cache in a temporary directory; with --out
 one JSON line per case, appended as it ends. Prints a table. Exits 1 when compute-sanitizer or a
@@ -124,7 +126,7 @@ def _ints(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--offsets", type=_ints, default=[16, 128, 4096, 262144],
+    ap.add_argument("--offsets", type=_ints, default=[16, 128, 4096, 262144, 1 << 26],
                     help="read offsets in float32 elements from the tensor's start (16: just "
                     "past its end)")  # fmt: skip
     ap.add_argument(

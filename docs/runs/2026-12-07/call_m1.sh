@@ -10,7 +10,7 @@
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 C=${CARRY:-.carry/m1}; S=$(date +%s); END=${1:-500}
 mkdir -p /tmp/m1 && tar -xzf $C/tasks.tgz -C /tmp/m1
-timeout -k 10 -s INT 200 python3 scripts/memcheck_bounds.py --out $O/bounds.jsonl > $O/bounds.txt 2>&1
+timeout -k 10 -s INT 300 python3 scripts/memcheck_bounds.py --out $O/bounds.jsonl > $O/bounds.txt 2>&1
 echo "bounds rc $? after $(( $(date +%s) - S )) s" >> $O/bounds.txt
 timeout -k 30 -s INT $(( END - $(date +%s) + S )) python3 scripts/memcheck_probe.py --tasks /tmp/m1/tasks \
   --task-file $C/ids.txt --repo-path flash-linear-attention=$C/fla.git --max-node-ids ${MAX_NODE_IDS:-5} \
