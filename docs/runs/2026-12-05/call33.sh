@@ -5,7 +5,9 @@
 #      flash-linear-attention run compiles cold, up to 300 s), at most REF seconds;
 #   2. then, on a quiet GPU, the workloads of wl.txt in order until END; resumable, a cut one
 #      is timed again by the next call.
-# Usage: [CARRY=.carry/t] [COUNT=SECONDS] [WL_TIMEOUT=SECONDS] call33.sh [END seconds, default 520] [REF seconds, default 270]
+# RESELECT=1 (2026-12-07, eighth session): the references choose their node ids again
+# (`--reselect`); --force alone reruns a judged task on the node ids it has (call 87)
+# Usage: [CARRY=.carry/t] [RESELECT=1] [COUNT=SECONDS] [WL_TIMEOUT=SECONDS] call33.sh [END seconds, default 520] [REF seconds, default 270]
 # (WL_TIMEOUT, 2026-12-07: a workload process's limit, default 150 s; flash-linear-attention
 # #733's cold `chunk_gla` forward and backward at three sizes took longer, calls 71)
 # (a carry with control.txt times those tasks' setup state beside base and gold first)
@@ -20,7 +22,7 @@ touch -d '1 minute ago' $O/machine.txt
 R=""; for b in flash-linear-attention:fla liger-kernel:lig megatron-lm:mlm; do
   [ -d $C/${b#*:}.git ] && R="$R --repo-path ${b%%:*}=$C/${b#*:}.git"; done
 [ -s $C/ref.txt ] && [ $REF -gt 0 ] && { timeout -k 30 -s INT $REF python3 -m eval reference --tasks $T \
-  --task-file $C/ref.txt $R --force --wheelhouse $C/wh --timeout 420 --runs 3 --deadline 30 \
+  --task-file $C/ref.txt $R --force ${RESELECT:+--reselect }--wheelhouse $C/wh --timeout 420 --runs 3 --deadline 30 \
   --jobs $(wc -l < $C/ref.txt) --out /tmp/rs --scratch /tmp/ss --triton-cache /tmp/tcs > $O/ref.log 2>&1
   echo "references rc $? after $(( $(date +%s) - S )) s" >> $O/ref.log; }
 # control.txt (2026-12-06, fifth session; make_carry33.sh CONTROL=FILE): an A/A check before
