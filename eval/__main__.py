@@ -399,7 +399,6 @@ def _restored_verdict(tdir: TaskDir) -> Verification | None:
     runs (None to keep it): out of scope where its hardware says so; for an optimization with
     a workload result, that result's verdict with the release's tests
     (`eval.gate.released_tests_verdict`) where it differs."""
-    from curation.model import Verification
     from curation.taskdir import TaskFile
     from eval.gate import released_tests_verdict
     from eval.perf_scores import gpu_name
@@ -415,9 +414,9 @@ def _restored_verdict(tdir: TaskDir) -> Verification | None:
         return None
     restored = released_tests_verdict(task, result, gpu_name(result.environment))
     now = task.verification
-    if restored is None or (now.status, now.reason) == restored:
+    if restored is None or (now.status, now.reason) == (restored.status, restored.reason):
         return None
-    return Verification(restored[0], restored[1], result.measured_at, result.environment)
+    return restored
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:

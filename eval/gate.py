@@ -134,9 +134,8 @@ def optimization_verdict(
     workload shows the gold's gain (`workload_verdict`); out of scope when it shows none and
     the gold's change tests for a GPU generation this one is not (Liger-Kernel #1267 on an
     H100: 1.00x, its warps chosen anew only on Blackwell); unverified otherwise."""
-    named = task.named_kernel
-    kernels = [k.name for k in task.kernels]
-    ok, why = workload_verdict(workload, kernels, named.name if named is not None else None)
+    named = task.named_kernel.name if task.named_kernel else None
+    ok, why = workload_verdict(workload, [k.name for k in task.kernels], named)
     if ok:
         return VerificationStatus.VERIFIED, why
     gap = arch_gap(task.requires, gpu) if why.startswith(NOT_FASTER) else None
@@ -145,24 +144,23 @@ def optimization_verdict(
     return VerificationStatus.UNVERIFIED, why
 
 
-def released_tests_verdict(
-    task: Task, workload: WorkloadResult, gpu: str
-) -> tuple[VerificationStatus, str] | None:
+def released_tests_verdict(task: Task, workload: WorkloadResult, gpu: str) -> Verification | None:
     """An optimization's verdict by a new workload measurement where its directory has no
     reference runs, only the tests' lists its verdict was restored with from a release
     (`scripts/restore_verdicts.py`): when those lists say the gold passed every kept node id at
     both states (all of them pass-to-pass, none fail-to-pass), the tests' part is the release's
-    and the workload decides, as `decide` would. None when the lists do not say so (the caller
-    keeps "its tests have no reference run yet"). Found on 2026-12-07 (eighth session): the
-    H100 remeasure of Liger-Kernel #1112, verified on the H200 with day-2 runs no state keeps,
-    took it back to unverified."""
+    and the workload decides, as `decide` would, dated and placed as the measurement. None when
+    the lists do not say so (the caller keeps "its tests have no reference run yet"). Found on
+    2026-12-07 (eighth session): the H100 remeasure of Liger-Kernel #1112, verified on the H200
+    with day-2 runs no state keeps, took it back to unverified."""
     tests = task.tests
     if task.task_type.type is not TaskType.OPTIMIZATION or tests.fail_to_pass:
         return None
     if not tests.node_ids or not set(tests.node_ids) <= set(tests.pass_to_pass):
         return None
     status, why = optimization_verdict(task, workload, gpu)
-    return status, f"{len(tests.node_ids)} tests pass with the gold; {why}"
+    why = f"{len(tests.node_ids)} tests pass with the gold; {why}"
+    return Verification(status, why, workload.measured_at, workload.environment)
 
 
 def gpus_wanted(selection: RunResult | None) -> tuple[int, str] | None:

@@ -22,6 +22,9 @@ MEMCHECK_EXIT = 86  # compute-sanitizer's exit status when it found errors (--er
 # the allocator on or off; scripts/memcheck_bounds.py measures where the tool's bound is.
 CHECKED_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
+# what a caller says when `find_sanitizer` finds none
+NOT_FOUND = "compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
+
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 _FINDING = re.compile(r"^=+ (?!COMPUTE-SANITIZER|ERROR SUMMARY)(\S.*)$", re.M)
 # the frame under a finding: "=========     at fused_recurrent_fwd_kernel+0x1a0 in ..."

@@ -322,10 +322,8 @@ def _record_verdict(tdir: TaskDir, task: Task, result: WorkloadResult) -> str:
     gpu = gpu_name(result.environment)
     restored = released_tests_verdict(task, result, gpu) if ref is None else None
     if restored is not None:  # its tests' runs are the release's
-        status, why = restored
-        tdir.record_verification(Verification(status, why, result.measured_at,
-                                              result.environment))  # fmt: skip
-        return f"; {status}: {why} (tests: the released reference)"
+        tdir.record_verification(restored)
+        return f"; {restored.status}: {restored.reason} (tests: the released reference)"
     if ref is None or not ref.node_ids:
         status, why = optimization_verdict(task, result, gpu)
         ok = status is VerificationStatus.VERIFIED

@@ -32,7 +32,7 @@ from eval.backends import default_cache
 from eval.compat import task_compat_env
 from eval.errors import EvalError, ExtensionError
 from eval.extensions import install_extensions
-from eval.memcheck import CHECKED_ENV, find_sanitizer, memcheck_command, read_log
+from eval.memcheck import CHECKED_ENV, NOT_FOUND, find_sanitizer, memcheck_command, read_log
 from eval.model import Variant
 from eval.parallel_compile import default_workers
 from eval.perf_scores import efficiency, h200_us, peaks_key
@@ -444,7 +444,7 @@ def memcheck(workload: Workload, tree: Path, settings: MeasureSettings, cache: P
     memcheck (an out-of-bounds or misaligned access of a kernel on the workload's inputs)."""
     sanitizer = settings.sanitizer or find_sanitizer()
     if sanitizer is None:
-        return "not run: compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
+        return f"not run: {NOT_FOUND}"
     prefix = memcheck_command(sanitizer)
     label = workload.calls[0].label
     result, run = _run_once(tree, workload, settings, True, cache, save=False, prefix=prefix)

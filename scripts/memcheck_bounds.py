@@ -36,7 +36,14 @@ from rich.console import Console
 from rich.table import Table
 
 from eval.backends import MULTICAST_OFF
-from eval.memcheck import CHECKED_ENV, MEMCHECK_EXIT, find_sanitizer, memcheck_command, read_log
+from eval.memcheck import (
+    CHECKED_ENV,
+    MEMCHECK_EXIT,
+    NOT_FOUND,
+    find_sanitizer,
+    memcheck_command,
+    read_log,
+)
 
 ELEMENTS = 16  # the tensor's length (float32): offset 16 is the first element past its end
 
@@ -140,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sanitizer = find_sanitizer()
     if sanitizer is None:
-        print("error: compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)",
-              file=sys.stderr)  # fmt: skip
+        print(f"error: {NOT_FOUND}", file=sys.stderr)
         return 1
     from eval.timing import cuda_available
 

@@ -42,7 +42,7 @@ from rich.table import Table
 from core.errors import one_line
 from curation.taskdir import TaskFile
 from eval.errors import EvalError
-from eval.memcheck import CHECKED_ENV, find_sanitizer, memcheck_command, read_log
+from eval.memcheck import CHECKED_ENV, NOT_FOUND, find_sanitizer, memcheck_command, read_log
 from eval.model import Reference, Variant
 from eval.reference import target_kernel_names
 from eval.session import EvalSettings, make_backend, scratch_dir, select_tasks
@@ -101,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sanitizer = args.sanitizer or find_sanitizer()
     if sanitizer is None:
-        print("error: compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)",
-              file=sys.stderr)  # fmt: skip
+        print(f"error: {NOT_FOUND}", file=sys.stderr)
         return 1
     settings = EvalSettings(tasks=args.tasks, task=args.task, task_file=args.task_file,
                             repo_path=args.repo_path, work=args.work, timeout=args.timeout,
