@@ -16,11 +16,16 @@ from pathlib import Path
 
 MEMCHECK_EXIT = 86  # compute-sanitizer's exit status when it found errors (--error-exitcode)
 # With it a checked process allocates each tensor by its own cudaMalloc (PyTorch's caching
-# allocator hands out pieces of 2 MiB and larger segments); PyTorch's notes on CUDA semantics
-# give this switch for memory checkers. What it changes is not shown: on an H100 (call 88,
-# 2026-12-07) memcheck reported no error for a kernel reading 16 KiB past a 64-byte tensor with
-# the allocator on or off; scripts/memcheck_bounds.py measures where the tool's bound is.
+# allocator hands out pieces of 2 MiB and larger segments, inside which memcheck sees no
+# access as out of bounds); PyTorch's notes on CUDA semantics give this switch for memory
+# checkers. Measured on an H100 (scripts/memcheck_bounds.py, call 89, 2026-12-07): an unmasked
+# read 0 B, 16 KiB and 1 MiB past a 64-byte tensor is reported with the allocator off and
+# missed with it on (only a read 256 MiB past, outside every segment, is seen either way).
 CHECKED_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+# compute-sanitizer's guard bytes after each allocation: without them a read 448 B past the
+# 64-byte tensor landed in the next tensor's allocation (the 512-byte granule after it) and was
+# missed even with the allocator off; with 4096 every read of that measurement was reported.
+PADDING = 4096
 
 # what a caller says when `find_sanitizer` finds none
 NOT_FOUND = "compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
@@ -42,10 +47,10 @@ def find_sanitizer() -> str | None:
     return None
 
 
-def memcheck_command(sanitizer: str, print_limit: int = 5, padding: int = 0) -> list[str]:
+def memcheck_command(sanitizer: str, print_limit: int = 5, padding: int = PADDING) -> list[str]:
     """The command a checked process runs under: memcheck, exit MEMCHECK_EXIT on an error;
-    with `padding`, compute-sanitizer's guard buffer of that many bytes after each allocation
-    (an access there is an error, where it might land in the next allocation without)."""
+    compute-sanitizer's guard buffer of `padding` bytes after each allocation (an access there
+    is an error, where it might land in the next allocation without; 0: none)."""
     pad = ["--padding", str(padding)] if padding else []
     return [sanitizer, "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT),
             "--print-limit", str(print_limit), *pad]  # fmt: skip

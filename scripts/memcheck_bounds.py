@@ -1,18 +1,21 @@
 """Where compute-sanitizer memcheck sees a Triton kernel's read past its tensor, on this GPU.
 
-    python scripts/memcheck_bounds.py [--offsets 16,128,4096,262144,67108864] [--padding 0,4096]
-        [--out bounds.jsonl]
+    python scripts/memcheck_bounds.py [--offsets 16,128,4096,262144,67108864] [--padding 4096]
+        [--masked 0,1] [--out bounds.jsonl]
 
-A measurement of the tool before it becomes a gate rule. On an H100 (call 88, 2026-12-07)
-memcheck found no error in a kernel reading 16 KiB past a 64-byte tensor, with PyTorch's caching
-allocator on and with it off (`eval.memcheck.CHECKED_ENV`), against what the allocator's notes
-led us to expect (docs/workloads.md). This runs one small process per case: a 16-element float32
-tensor read `offset` elements past its start (16 is the first element past its end) by a
-one-block Triton kernel, under memcheck with the caching allocator on and off, and with
-compute-sanitizer's `--padding` (bytes of guard buffer after each allocation) at each value
-given; each row says whether memcheck reported the read, and its first finding. The last
-default offset (256 MiB past) lies outside any allocation a small process makes: if memcheck
-misses that too, it does not see this Triton kernel's accesses at all.
+A measurement of the tool before it becomes a gate rule. This runs one small process per case: a
+16-element float32 tensor read `offset` elements past its start (16 is the first element past
+its end) by a one-block Triton kernel, under memcheck with PyTorch's caching allocator on and
+off (`eval.memcheck.CHECKED_ENV`), with compute-sanitizer's `--padding` (bytes of guard buffer
+after each allocation) at each value given, and with the load unmasked, masked by a runtime
+bound that keeps every lane on (`mask=i < n`, n = 16: the form of almost every Triton load), or
+both; each row says whether memcheck reported the read, and its first finding. The last default
+offset (256 MiB past) lies outside any allocation a small process makes.
+
+On an H100, call 89 (2026-12-07, `--padding 0,4096`, unmasked): every read is reported with the
+allocator off and padding 4096; with it on, only the one 256 MiB past. Call 88's GPU test, a
+masked read 16 KiB past with the allocator off and no padding, was reported by none: whether
+the mask is why is what `--masked 0,1` measures.
 
 Reads nothing. Writes: each case's script and Triton cache in a temporary directory; with --out
 one JSON line per case, appended as it ends. Prints a table. Exits 1 when compute-sanitizer or a
@@ -27,6 +30,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -40,6 +44,7 @@ from eval.memcheck import (
     CHECKED_ENV,
     MEMCHECK_EXIT,
     NOT_FOUND,
+    PADDING,
     find_sanitizer,
     memcheck_command,
     read_log,
@@ -52,24 +57,30 @@ import sys
 import torch, triton, triton.language as tl
 
 @triton.jit
-def read_at(x_ptr, out_ptr, OFFSET: tl.constexpr, BLOCK: tl.constexpr):
+def read_at(x_ptr, out_ptr, n, OFFSET: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
     i = tl.arange(0, BLOCK)
-    tl.store(out_ptr + i, tl.load(x_ptr + i + OFFSET))
+    if MASKED:
+        v = tl.load(x_ptr + i + OFFSET, mask=i < n)
+    else:
+        v = tl.load(x_ptr + i + OFFSET)
+    tl.store(out_ptr + i, v)
 
 x = torch.ones({n}, device="cuda")
 out = torch.empty({n}, device="cuda")
-read_at[(1,)](x, out, OFFSET=int(sys.argv[1]), BLOCK={n})
+read_at[(1,)](x, out, {n}, OFFSET=int(sys.argv[1]), BLOCK={n}, MASKED=sys.argv[2] == "1")
 torch.cuda.synchronize()
 """
 
 
 @dataclass(frozen=True)
 class Case:
-    """One process: the read's offset in elements, the allocator, memcheck's padding."""
+    """One process: the read's offset in elements, the allocator, memcheck's padding, and
+    whether the load is masked (every lane on)."""
 
     offset: int
     caching: bool
     padding: int
+    masked: bool = False
 
     @property
     def bytes_past_end(self) -> int:
@@ -88,14 +99,15 @@ class Outcome:
         return bool(self.errors) and self.exit_code == MEMCHECK_EXIT
 
 
-def cases(offsets: list[int], paddings: list[int]) -> list[Case]:
-    """Every offset with the allocator on and off, at each padding."""
-    return [Case(o, c, p) for p in paddings for o in offsets for c in (True, False)]
+def cases(offsets: list[int], paddings: list[int], masks: Sequence[int] = (0,)) -> list[Case]:
+    """Every offset with the allocator on and off, at each padding and mask (0: unmasked)."""
+    return [Case(o, c, p, bool(m)) for m in masks for p in paddings for o in offsets
+            for c in (True, False)]  # fmt: skip
 
 
 def command(sanitizer: str, case: Case, script: Path) -> list[str]:
     checker = memcheck_command(sanitizer, padding=case.padding)
-    return [*checker, sys.executable, str(script), str(case.offset)]
+    return [*checker, sys.executable, str(script), str(case.offset), str(int(case.masked))]
 
 
 def environment(case: Case, cache: Path) -> dict[str, str]:
@@ -113,12 +125,13 @@ def outcome(case: Case, exit_code: int, log: str) -> Outcome:
 
 def table(outcomes: list[Outcome]) -> Table:
     t = Table(title="memcheck on a read past a 64-byte tensor")
-    for col in ("bytes past the end", "caching allocator", "padding", "exit", "errors", "seen",
-                "first finding"):  # fmt: skip
+    for col in ("bytes past the end", "caching allocator", "padding", "load", "exit", "errors",
+                "seen", "first finding"):  # fmt: skip
         t.add_column(col)
     for o in outcomes:
         c = o.case
         t.add_row(str(c.bytes_past_end), "on" if c.caching else "off", str(c.padding),
+                  "masked" if c.masked else "unmasked",
                   str(o.exit_code), "-" if o.errors is None else str(o.errors),
                   "yes" if o.seen else "no", o.first[:80])  # fmt: skip
     return t
@@ -139,8 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--padding",
         type=_ints,
-        default=[0, 4096],
-        help="compute-sanitizer --padding values in bytes (0: none)",
+        default=[PADDING],
+        help="compute-sanitizer --padding values in bytes (0: none; default: "
+        "eval.memcheck.PADDING)",
+    )
+    ap.add_argument(
+        "--masked",
+        type=_ints,
+        default=[0, 1],
+        help="load forms: 0 unmasked, 1 masked by a runtime bound (every lane on)",
     )
     ap.add_argument("--timeout", type=int, default=300, help="seconds per process")
     ap.add_argument("--out", type=Path, help="append one JSON line per case")
@@ -158,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memcheck-bounds-") as scratch:
         script = Path(scratch, "read_past.py")
         script.write_text(READ_PAST.format(n=ELEMENTS))
-        for case in cases(args.offsets, args.padding):
+        for case in cases(args.offsets, args.padding, args.masked):
             env = environment(case, Path(scratch, "cache"))
             try:
                 proc = subprocess.run(command(sanitizer, case, script), env=env, text=True,

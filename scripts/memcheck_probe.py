@@ -42,7 +42,14 @@ from rich.table import Table
 from core.errors import one_line
 from curation.taskdir import TaskFile
 from eval.errors import EvalError
-from eval.memcheck import CHECKED_ENV, NOT_FOUND, find_sanitizer, memcheck_command, read_log
+from eval.memcheck import (
+    CHECKED_ENV,
+    NOT_FOUND,
+    PADDING,
+    find_sanitizer,
+    memcheck_command,
+    read_log,
+)
 from eval.model import Reference, Variant
 from eval.reference import target_kernel_names
 from eval.session import EvalSettings, make_backend, scratch_dir, select_tasks
@@ -92,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--padding",
         type=int,
-        default=0,
-        help="compute-sanitizer --padding: guard bytes after each allocation",
+        default=PADDING,
+        help="compute-sanitizer --padding: guard bytes after each allocation "
+        "(default %(default)s, eval.memcheck.PADDING; 0: none)",
     )
     ap.add_argument("--out", type=Path, help="write one JSON line per task and variant")
     ap.add_argument("--logs", type=Path, help="keep each checked run's log here (TASK/VARIANT.log)")

@@ -134,23 +134,27 @@ def test_the_bounds_measurement_runs_each_offset_with_the_allocator_on_and_off_a
     tmp_path: Path,
 ) -> None:
     """scripts/memcheck_bounds.py (the GPU measurement of where memcheck sees a read past a
-    tensor, after call 88's H100 saw none 16 KiB past a 64-byte tensor with the allocator off):
-    its cases, each case's command and environment, and how a log reads as seen or not."""
+    tensor): its cases, each case's command and environment, and how a log reads as seen or
+    not; the masked load is call 88's test kernel, the unmasked one call 89's."""
     from eval.backends import MULTICAST_OFF
-    from eval.memcheck import CHECKED_ENV
+    from eval.memcheck import CHECKED_ENV, PADDING
 
     grid = memcheck_bounds.cases([16, 4096], [0, 256])
-    assert len(grid) == 8 and len(set(grid)) == 8
+    assert len(grid) == 8 and len(set(grid)) == 8 and not any(c.masked for c in grid)
+    both = memcheck_bounds.cases([16, 4096], [0, 256], [0, 1])
+    assert len(both) == 16 and len(set(both)) == 16 and sum(c.masked for c in both) == 8
     first = grid[0]
     assert (first.offset, first.caching, first.padding, first.bytes_past_end) == (16, True, 0, 0)
     assert memcheck_bounds.Case(4096, False, 0).bytes_past_end == (4096 - 16) * 4
     script = tmp_path / "read_past.py"
     plain = memcheck_bounds.command("cs", first, script)
-    padded = memcheck_bounds.command("cs", memcheck_bounds.Case(16, True, 256), script)
-    assert plain[: len(memcheck_command("cs"))] == memcheck_command("cs")
-    assert "--padding" not in plain and plain[-2:] == [str(script), "16"]
-    assert memcheck_command("cs", padding=256)[-2:] == ["--padding", "256"]
-    assert padded[padded.index("--padding") + 1] == "256"
+    padded = memcheck_bounds.command("cs", memcheck_bounds.Case(16, True, 256, True), script)
+    unpadded = memcheck_command("cs", padding=0)
+    assert plain[: len(unpadded)] == unpadded
+    assert "--padding" not in plain and plain[-3:] == [str(script), "16", "0"]
+    assert padded[padded.index("--padding") + 1] == "256" and padded[-1] == "1"
+    # the measured padding is what every checked process gets unless told otherwise
+    assert memcheck_command("cs")[-2:] == ["--padding", str(PADDING)] and PADDING > 448
     on = memcheck_bounds.environment(first, tmp_path / "c")
     off = memcheck_bounds.environment(memcheck_bounds.Case(16, False, 0), tmp_path / "c")
     assert not set(CHECKED_ENV) & set(on) and off.items() >= CHECKED_ENV.items()
@@ -159,9 +163,14 @@ def test_the_bounds_measurement_runs_each_offset_with_the_allocator_on_and_off_a
     assert seen.seen and seen.errors == 3 and seen.first.startswith("Invalid __global__ read")
     assert not memcheck_bounds.outcome(first, 0, CLEAN).seen
     assert not memcheck_bounds.outcome(first, 1, "Traceback ...").seen  # no summary: not seen
-    # the kernel the cases run reads exactly the block at the offset, no mask
+    # the kernel the cases run reads exactly the block at the offset, unmasked or masked with
+    # every lane on
     text = memcheck_bounds.READ_PAST.format(n=memcheck_bounds.ELEMENTS)
     assert "tl.load(x_ptr + i + OFFSET)" in text and "torch.ones(16" in text
+    assert "tl.load(x_ptr + i + OFFSET, mask=i < n)" in text and 'sys.argv[2] == "1"' in text
+    assert "MASKED=" in text and "read_at[(1,)](x, out, 16," in text
+    rows = memcheck_bounds.table([seen, memcheck_bounds.outcome(both[-1], 0, CLEAN)])
+    assert rows.row_count == 2
 
 
 def test_the_bounds_measurement_says_what_it_lacks(
