@@ -307,11 +307,14 @@ def test_an_interrupted_reference_resumes_from_its_finished_runs(
     assert partial.autotune == {"0123abcd/add_kernel.autotune.json": tuned.read_text(),
                                 "4567ef01/add_kernel.autotune.json": '{"key": [128]}'}  # fmt: skip
 
-    # resumed on a fresh machine (the cache is gone): the tuning result comes back first
+    # resumed on a fresh machine (the cache is gone): the tuning result comes back first; under
+    # `--reselect` too, since the partial's node ids were chosen by the run it resumes (the
+    # ninth session of 2026-12-07 carries partials and tasks to choose anew in one call)
     shutil.rmtree(real.tuning_cache(fresh))
     made.clear()
     seen.clear()
-    ref = run_reference(tdir.load_task(), tdir, Recording(), tmp_path / "runs", runs=2)  # type: ignore[arg-type]
+    ref = run_reference(tdir.load_task(), tdir, Recording(), tmp_path / "runs", runs=2,  # type: ignore[arg-type]
+                        reselect=True)  # fmt: skip
     assert made == [("gold-1", "gold", 1), ("base-1", "base", 1)]  # no selection, no run twice
     assert seen == [True, True]
     assert ref is not None and ref.valid, ref and ref.validity_note
