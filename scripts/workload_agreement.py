@@ -3,7 +3,7 @@
 Every task measured more than once on one machine kind, on the same sizes (issue 10: two
 independent runs on different days agree within 3% on at least 90% of the tasks' gold times).
 
-    python scripts/workload_agreement.py docs/runs [--tolerance 0.03]
+    python scripts/workload_agreement.py docs/runs [--tolerance 0.03] [--tasks TASKS]
 
 Reads: every `workload_result.json` under the given folders, inside .tar / .tgz archives too
 (the GPU calls' archives under docs/runs/*/results); one measurement counted once however many
@@ -15,6 +15,9 @@ totals, the spread max/min - 1, whether it is within the tolerance, and the runs
 speed-ups over the base with their spread), then the summary: of the
 tasks measured on two or more days, how many agree; and of those repeated on one day only.
 Then the measurements timed with a prediction beside base and gold: its total over the base's.
+With --tasks, last, issue 10's own count: of the verified optimization tasks there, on the plan
+of each one's latest measurement (the one its verdict rests on), how many were measured on two
+or more days and agree, and which were not (a plan measured once, on one day, or never).
 An A/A control (call33.sh's control.txt: the task's setup state, the base's own code, scored as
 the prediction) must tie the base; a ratio away from 1 is the method's bias.
 """
@@ -33,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from merge_device_results import unpacked_roots
 
-from curation.taskdir import TaskFile
+from curation.model import TaskType, VerificationStatus
+from curation.taskdir import TaskFile, task_dirs
 from eval.perf_scores import gpu_name
 
 
@@ -83,8 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", type=Path, nargs="+", help="folders (or archives) of GPU calls")
     ap.add_argument("--tolerance", type=float, default=0.03, help="agreement bound (0.03: 3%%)")
+    ap.add_argument(
+        "--tasks", type=Path, help="task directories: count their verified optimizations"
+    )
     args = ap.parse_args(argv)
-    for p in args.runs:
+    for p in [*args.runs, *([args.tasks] if args.tasks else [])]:
         if not p.exists():
             ap.error(f"{p}: no such folder or archive")
     groups: dict[tuple[str, str, str, tuple[tuple[str, int], ...]], list[dict[str, Any]]]
@@ -118,7 +125,45 @@ def main(argv: list[str] | None = None) -> int:
           f"{days_agree} with gold totals within {tol}")  # fmt: skip
     print(f"repeated on one day only: {day_all} tasks, {day_agree} within {tol}")
     _with_predictions([r for runs in groups.values() for r in runs])
+    if args.tasks:
+        _verified_optimizations(verified_optimizations(args.tasks), groups, args.tolerance)
     return 0
+
+
+def verified_optimizations(tasks: Path) -> list[str]:
+    """The ids of the verified optimization tasks under `tasks`."""
+    found = []
+    for t in task_dirs(tasks):
+        task = t.load_task()
+        if (task.verification.status is VerificationStatus.VERIFIED
+                and task.task_type.type is TaskType.OPTIMIZATION):  # fmt: skip
+            found.append(t.id)
+    return sorted(found)
+
+
+Groups = dict[tuple[str, str, str, tuple[tuple[str, int], ...]], list[dict[str, Any]]]
+
+
+def _verified_optimizations(ids: list[str], groups: Groups, tolerance: float) -> None:
+    """Issue 10's agreement count over `ids`: a task agrees when some plan of it (machine kind,
+    metric, sizes) was measured on two or more days and every such plan's gold totals are
+    within `tolerance`; the others are named with why."""
+    agree, short = [], []
+    for task in ids:
+        mine = [runs for k, runs in groups.items() if k[0] == task]
+        days = [runs for runs in mine if len({str(r["measured_at"])[:10] for r in runs}) > 1]
+        apart = [spread([float(r["gold_total_ms"]) for r in runs]) for runs in days]
+        worst = max(apart, default=0.0)
+        if days and round(worst, 6) <= tolerance:
+            agree.append(task)
+        elif days:
+            short.append(f"{task}: {100 * worst:.1f}% apart")
+        else:
+            short.append(f"{task}: {sum(map(len, mine))} run(s), no plan measured on two days")
+    print(f"\nverified optimization tasks: {len(ids)}; measured on two or more days (one machine "
+          f"kind, one plan) within {100 * tolerance:g}%: {len(agree)}")  # fmt: skip
+    for line in short:
+        print(f"  not (yet): {line}")
 
 
 def _with_predictions(results: list[dict[str, Any]]) -> None:

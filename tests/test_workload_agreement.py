@@ -123,3 +123,55 @@ def test_an_a_a_control_shows_the_prediction_over_the_base(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert "| fla__1033__k | NVIDIA H200 | 2026-12-06T11:10 | 4092 | 3702 | 4099 | 1.002 |" in out
     assert "fla__2__k" not in out.split("prediction / base")[1]
+
+
+def test_the_verified_optimizations_are_counted_on_plans_measured_on_two_days(
+    tmp_path: Path, capsys
+) -> None:
+    """Issue 10's count (`--tasks`): a verified optimization agrees when some plan of it was
+    measured on two days and every such plan's gold totals agree; one measured once (Megatron-LM
+    #5608's warm-up plan after call 91) or never is named, as is one whose two days disagree. A
+    task not verified, or not an optimization, is not counted."""
+    from curation.taskdir import TaskFile, task_dirs
+    from tests.tinyfw import make_task_env
+
+    _repo, _work, tasks = make_task_env(tmp_path / "env")
+    [tdir] = task_dirs(tasks)
+    task = json.loads(tdir.path(TaskFile.TASK).read_text())
+    tid = tdir.id
+
+    def as_(status: str, kind: str) -> None:
+        task["verification"] = {"status": status, "reason": "r", "checked_at": "2026-12-07",
+                                "environment": "H100"}  # fmt: skip
+        task["task_type"] = {"type": kind, "evidence": []}
+        tdir.path(TaskFile.TASK).write_text(json.dumps(task))
+
+    def count(runs: Path) -> list[str]:
+        assert agreement([str(runs), "--tasks", str(tasks)]) == 0
+        out = capsys.readouterr().out
+        return out[out.index("verified optimization tasks") :].splitlines()
+
+    runs = tmp_path / "runs"
+    _result(runs / "d1" / "other", "fw__9__other", "2026-12-02T10:00:00", 1.0)
+    as_("verified", "optimization")
+    assert count(runs) == [
+        "verified optimization tasks: 1; measured on two or more days (one machine kind, one "
+        "plan) within 3%: 0",
+        f"  not (yet): {tid}: 0 run(s), no plan measured on two days",
+    ]
+    _result(runs / "d1" / "t", tid, "2026-12-02T10:00:00", 1.0)
+    _result(runs / "d1" / "t2", tid, "2026-12-02T11:00:00", 1.0)  # one day only
+    assert count(runs)[1] == f"  not (yet): {tid}: 2 run(s), no plan measured on two days"
+    _result(runs / "d2" / "t", tid, "2026-12-03T10:00:00", 1.02)
+    assert count(runs)[0].endswith("within 3%: 1") and len(count(runs)) == 1
+    # another machine kind measured on two days 10% apart: the task does not agree
+    h100 = "NVIDIA H100 80GB HBM3"
+    _result(runs / "d3" / "t", tid, "2026-12-04T10:00:00", 2.0, gpu=h100)
+    _result(runs / "d4" / "t", tid, "2026-12-05T10:00:00", 2.2, gpu=h100)
+    assert count(runs)[1:] == [f"  not (yet): {tid}: 10.0% apart"]
+    for status, kind in (("unverified", "optimization"), ("verified", "bug_fix")):
+        as_(status, kind)
+        assert count(runs)[0].startswith("verified optimization tasks: 0;")
+    with pytest.raises(SystemExit):
+        agreement([str(runs), "--tasks", str(tmp_path / "nowhere")])
+    assert "nowhere: no such folder" in capsys.readouterr().err
