@@ -40,6 +40,9 @@ from curation.model import TaskType, VerificationStatus
 from curation.taskdir import TaskFile, task_dirs
 from eval.perf_scores import gpu_name
 
+# measurements by what compares (`workload_key`: task, machine kind, metric, plan)
+Groups = dict[tuple[str, str, str, tuple[tuple[str, int], ...]], list[dict[str, Any]]]
+
 
 def measurements(roots: list[Path]) -> list[dict[str, Any]]:
     """Every timed workload result under `roots`, once each (task, measured_at), with the gold
@@ -94,8 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in [*args.runs, *([args.tasks] if args.tasks else [])]:
         if not p.exists():
             ap.error(f"{p}: no such folder or archive")
-    groups: dict[tuple[str, str, str, tuple[tuple[str, int], ...]], list[dict[str, Any]]]
-    groups = defaultdict(list)
+    groups: Groups = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="tpb-agreement-") as tmp:
         for r in measurements(unpacked_roots(args.runs, Path(tmp))):
             groups[workload_key(r)].append(r)
@@ -139,9 +141,6 @@ def verified_optimizations(tasks: Path) -> list[str]:
                 and task.task_type.type is TaskType.OPTIMIZATION):  # fmt: skip
             found.append(t.id)
     return sorted(found)
-
-
-Groups = dict[tuple[str, str, str, tuple[tuple[str, int], ...]], list[dict[str, Any]]]
 
 
 def _verified_optimizations(ids: list[str], groups: Groups, tolerance: float) -> None:
