@@ -80,8 +80,9 @@ class WatchConfig:
     # "first": an autotuned kernel takes the first of its configs that compiles and runs, the
     # others are neither compiled nor timed (the selection run; "" tunes as Triton does)
     autotune: str = ""
-    # the selection run again: node ids the gold failed the first time, left out so that the
-    # function's next parametrization runs instead (TPB_SELECT_SKIP, one a line)
+    # the selection run again: node ids the first one ran (the gold failed them, or they
+    # passed without launching a target), left out so that each function's parametrizations
+    # least like them run instead (TPB_SELECT_SKIP, one a line; `novel_first`)
     select_skip: frozenset[str] = frozenset()
     # threads that compile an autotuner's configs before it benchmarks them
     # (TPB_COMPILE_WORKERS; eval.parallel_compile); 0 or 1: Triton's serial path
@@ -260,6 +261,35 @@ def _pr_cases_first(group: list[Any], lines: Mapping[str, Sequence[tuple[int, in
     the function's decorators are read once for all of them)."""
     added = pr_decorator_values(group[0], lines)
     return sorted(group, key=lambda i: -_case_hits(i, added)) if added else group
+
+
+def _param_keys(item: Any) -> set[tuple[str, str]]:
+    """A parametrization's (name, value) pairs (values by repr: one collection's objects)."""
+    params = getattr(getattr(item, "callspec", None), "params", None) or {}
+    return {(name, repr(v)) for name, v in params.items()}
+
+
+def novel_first(items: list[Any], ran: Sequence[Any]) -> list[Any]:
+    """`items` with each test function's parametrizations reordered, those with the most
+    (name, value) pairs that its parametrizations in `ran` did not have first; functions keep
+    their places, and so do the parametrizations of a function none of `ran` belongs to. For a
+    selection's retry: the cases the first run took passed without launching a target or
+    failed, and the next ones in collection order often share the value that made them
+    (flash-linear-attention #702: `test_chunk`'s first five cases have gate=False, under which
+    the op never runs its gate kernel; #36dedac3ab's next case kept the D=300 its gold fails)."""
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for i in ran:
+        seen.setdefault(i.nodeid.split("[", 1)[0], set()).update(_param_keys(i))
+    slots: dict[str, list[int]] = {}
+    for n, i in enumerate(items):
+        slots.setdefault(i.nodeid.split("[", 1)[0], []).append(n)
+    out = list(items)
+    for fn, where in slots.items():
+        if fn in seen:
+            group = sorted((items[n] for n in where), key=lambda i: -len(_param_keys(i) - seen[fn]))
+            for n, i in zip(where, group, strict=True):
+                out[n] = i
+    return out
 
 
 # A test function the PR added or changed runs PR_CASES times `per_test` of its
@@ -715,8 +745,9 @@ class KernelWatcher:
         if cfg.select_per_test <= 0 and cfg.select_max <= 0:
             return
         skipped = [i for i in items if i.nodeid in cfg.select_skip]
+        rest = [i for i in items if i.nodeid not in cfg.select_skip]
         kept, dropped = cap_items(
-            [i for i in items if i.nodeid not in cfg.select_skip],
+            novel_first(rest, skipped) if skipped else rest,
             cfg.select_per_test, cfg.select_max, cfg.select_modules, cfg.select_lines,
         )  # fmt: skip
         dropped += skipped

@@ -50,6 +50,7 @@ from eval.gate import (
 )
 from eval.machine import gpu_stack
 from eval.model import (
+    PYTEST_NO_TESTS,
     Environment,
     FailureClass,
     PartialReference,
@@ -216,14 +217,17 @@ class SelectionCaps:
     # "first": each autotuned kernel takes its first config that compiles (the verdict's runs
     # tune fully); "all": the selection tunes as Triton does
     autotune: str = "first"
-    # a selection that kept nothing because the gold failed tests runs once more without them
-    retry_failed: bool = True
+    # a selection that kept nothing runs once more without the node ids it ran: those the
+    # gold failed, or those that passed without launching a target
+    retry_empty: bool = True
 
 
-# the retry of a selection whose gold failed the parametrizations the cap took: each test
-# function's next RETRY_PER_TEST times `per_test` of them, those that failed left out
+# the retry of a selection that kept nothing from the parametrizations the cap took (the gold
+# failed them, or they passed without launching a target): each test function's next
+# RETRY_PER_TEST times `per_test` of them, those that ran left out
 RETRY_PER_TEST = 3
 RETRIED = "again without them"
+UNLAUNCHED = "its tests passed, none launched a target"
 
 
 def run_cold(
@@ -287,18 +291,28 @@ def select_node_ids(
     # The retry takes each function's next RETRY_PER_TEST parametrizations, not one: the next
     # one often shares the value the gold fails (H100 call 46, 2026-12-06: all 11 retried
     # selections failed again, #36dedac3ab's next case still had D=300).
+    # Nothing kept because the tests the cap took passed without launching a target (a flag or
+    # size of their first parametrizations takes another path: flash-linear-attention #702's
+    # `test_chunk` case had gate=False, under which the op never runs the gate kernel; #707,
+    # 2026-12-07 next_calls): once more without them too. Not after a run whose tests all
+    # skipped (a missing package skips the next parametrizations as well).
     failed = [t.nodeid for t in run.tests if t.outcome == "failed"]
+    passed = [t.nodeid for t in run.tests if t.outcome == "passed"]
     retry = run.failure in (FailureClass.TEST_FAILURE, FailureClass.COMPILE_ERROR)
-    if not kept and failed and retry and caps.retry_failed:
-        wider = {"TPB_SELECT_SKIP": "\n".join(failed),
+    unlaunched = run.failure is FailureClass.NONE and bool(passed)
+    if not kept and ((failed and retry) or unlaunched) and caps.retry_empty:
+        wider = {"TPB_SELECT_SKIP": "\n".join(failed + passed),
                  "TPB_SELECT_PER_TEST": str(max(caps.per_test, 1) * RETRY_PER_TEST)}  # fmt: skip
         kept_again, again = selection("select-skip", wider)
         if kept_again:
             return kept_again, again
+        if again.exit_code == PYTEST_NO_TESTS and not again.tests:
+            return kept, run  # no other parametrization to run: the first run's record stands
         # both runs in the record (their tests, kernels and time), the retry's failure last:
         # the verdict's reason says the selection failed twice and how (once, when both failed
         # the same way: a compile error's cause then fits the reason's cut, call 73)
-        first, second = run.detail.strip(), again.detail.strip()
+        first = run.detail.strip() or (UNLAUNCHED if unlaunched else "")
+        second = again.detail.strip() or (UNLAUNCHED if again.failure is FailureClass.NONE else "")
         detail = (f"{second} ({RETRIED}: the same)" if first == second
                   else f"{first[:70]} | {RETRIED}: {second}")  # fmt: skip
         return kept, replace(

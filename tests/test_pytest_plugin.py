@@ -657,3 +657,40 @@ def test_an_autotuned_launch_is_compared_with_its_own_arguments_before_tuning() 
     bench(tuner, torch.zeros(4), torch.zeros(4))
     run(kernel, x, out, grid=(1,), warmup=False)
     assert watcher.watches["k"].written == set()
+
+
+def test_a_selection_retry_takes_the_parametrizations_least_like_those_that_ran() -> None:
+    """flash-linear-attention #702 (its merge commit's `test_chunk` cases, abridged): the
+    selection's first case had gate=False and passed without launching the gate kernel; the
+    next cases in collection order have gate=False too. The retry takes those with the most
+    values the first run did not have, so a gate=True case runs; other functions keep their
+    places, and a function that did not run keeps its order."""
+    from types import SimpleNamespace as NS
+
+    from eval.pytest_plugin import cap_items, novel_first
+
+    names = ("B", "T", "D", "gate", "dtype")
+    cases = [(1, 63, 64, False, "fp16"), (2, 500, 60, False, "fp16"), (2, 1000, 64, False, "fp16"),
+             (2, 1500, 128, True, "fp16"), (4, 2048, 64, True, "fp16")]  # fmt: skip
+
+    def item(fn: str, n: int, values: tuple) -> NS:
+        return NS(nodeid=f"tests/ops/test_kda.py::{fn}[c{n}]", function=None,
+                  callspec=NS(params=dict(zip(names, values, strict=True))))  # fmt: skip
+
+    chunk = [item("test_chunk", n, c) for n, c in enumerate(cases)]
+    other = [item("test_gate", n, c) for n, c in enumerate(cases[:2])]
+    ran = [chunk[0]]
+    rest = [other[0], *chunk[1:], other[1]]
+    ordered = novel_first(rest, ran)
+    assert [i.nodeid.split("::")[1] for i in ordered] == [
+        "test_gate[c0]", "test_chunk[c3]", "test_chunk[c1]", "test_chunk[c4]", "test_chunk[c2]",
+        "test_gate[c1]"]  # fmt: skip
+    # c3 differs from the case that ran in B, T, D and gate (4 values), c1 in B, T, D and c4 in
+    # B, T, gate (3 each, collection order between them), c2 in B and T: the retry's one case a
+    # function is a gate=True one
+    kept, _ = cap_items(ordered, 1, 4)
+    assert [i.nodeid.split("::")[1] for i in kept] == ["test_gate[c0]", "test_chunk[c3]"]
+    assert novel_first(rest, []) == rest
+    # unparametrized items (no callspec) are left as they are
+    plain = [NS(nodeid="t.py::f"), NS(nodeid="t.py::g")]
+    assert novel_first(plain, [NS(nodeid="t.py::f0")]) == plain

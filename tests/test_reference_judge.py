@@ -259,22 +259,31 @@ def test_the_selection_run_takes_the_frameworks_cap_unless_the_command_names_one
     assert "TPB_AUTOTUNE" not in seen[-1] and "TRITON_CACHE_AUTOTUNING" not in seen[-1]
 
 
-def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_when_cut(
+def test_a_selection_is_retried_without_the_tests_it_ran_when_it_kept_none_not_when_cut(
     tmp_path,
 ) -> None:
     """The retry (call 45, 2026-12-06) deselects what the gold failed and runs once more; a
-    selection cut at its time limit or crashed is not retried (the second would be cut too),
-    nor one in which no test failed."""
+    selection cut at its time limit or crashed is not retried (the second would be cut too).
+    Since the ninth session of 2026-12-07 one whose tests passed without launching a target
+    is retried too, without them (flash-linear-attention #702's first `test_chunk` case ran with
+    gate=False, under which the op never runs its gate kernel); one whose tests all skipped
+    is not."""
     from eval.reference import SelectionCaps, select_node_ids
 
-    def selection(outcomes: dict[str, str], failure: FailureClass, again_passes: bool = True):
+    def selection(outcomes: dict[str, str], failure: FailureClass, again_passes: bool = True,
+                  again_empty: bool = False):  # fmt: skip
         seen: list[dict] = []
 
         class Backend:
             def run(self, task, tdir, variant, run_dir, index, prediction=None, extra_env=None,
                     timeout_s=None):  # fmt: skip
                 seen.append(dict(extra_env or {}))
+                ok = failure is FailureClass.NONE
                 if "TPB_SELECT_SKIP" in (extra_env or {}):
+                    if again_empty:  # every parametrization had run: pytest collects none
+                        return replace(run(Variant.GOLD, 0, {}, FailureClass.INFRA), exit_code=5)
+                    if not again_passes and ok:  # passed again, and launched nothing again
+                        return run(Variant.GOLD, 0, {"t.py::f[2]": "passed"})
                     if not again_passes:
                         again = (
                             "D = 300 again" if failure is FailureClass.TEST_FAILURE else "D = 300"
@@ -283,7 +292,8 @@ def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_w
                                        detail=again)  # fmt: skip
                     passed = run(Variant.GOLD, 0, {"t.py::f[2]": "passed"})
                     return replace(passed, tests=(replace(passed.tests[0], launched=("k",)),))
-                return replace(run(Variant.GOLD, 0, outcomes, failure), detail="D = 300")
+                return replace(run(Variant.GOLD, 0, outcomes, failure),
+                               detail="" if ok else "D = 300")  # fmt: skip
 
         kernel = SimpleNamespace(name="k", role="kernel")
         fake = SimpleNamespace(framework="x", task_id="t", targets=(kernel,), kernels=(),
@@ -312,7 +322,28 @@ def test_a_selection_is_retried_without_failed_tests_only_when_they_failed_not_w
     # failed twice the same way: said once, so that the cause fits the verdict's reason
     (_, record), _ = selection({"t.py::f[1]": "failed"}, FailureClass.COMPILE_ERROR, False)
     assert record.detail == "D = 300 (again without them: the same)"
-    _, seen = selection({"t.py::f[1]": "passed"}, FailureClass.NONE)
+    # passed without launching a target: the next parametrizations, those that ran left out
+    (kept, _), seen = selection({"t.py::f[1]": "passed", "t.py::g[1]": "skipped"},
+                                FailureClass.NONE)  # fmt: skip
+    assert [e.get("TPB_SELECT_SKIP") for e in seen] == [None, "t.py::f[1]"]
+    assert seen[1]["TPB_SELECT_PER_TEST"] == "3" and kept == ("t.py::f[2]",)
+    # nothing launched again: both runs in the record, which says so once
+    (kept, record), seen = selection({"t.py::f[1]": "passed"}, FailureClass.NONE, False)
+    assert kept == () and record.failure is FailureClass.NONE and len(seen) == 2
+    assert [t.nodeid for t in record.tests] == ["t.py::f[1]", "t.py::f[2]"]
+    assert (
+        record.detail == "its tests passed, none launched a target (again without them: the same)"
+    )
+    # no other parametrization to run (the tiny framework's one test): the first run's record
+    # stands, not "the selection run failed (infra): pytest collected no test"
+    first = replace(run(Variant.GOLD, 0, {"t.py::f[1]": "passed"}), detail="")
+    (kept, record), seen = selection({"t.py::f[1]": "passed"}, FailureClass.NONE, again_empty=True)
+    assert kept == () and len(seen) == 2 and record == first
+    (_, record), _ = selection({"t.py::f[1]": "failed"}, FailureClass.TEST_FAILURE,
+                               again_empty=True)  # fmt: skip
+    assert record.failure is FailureClass.TEST_FAILURE and record.detail == "D = 300"
+    # every test skipped (a missing package would skip the next ones too): no retry
+    _, seen = selection({"t.py::f[1]": "skipped"}, FailureClass.NONE)
     assert len(seen) == 1
 
 
