@@ -228,6 +228,7 @@ class SelectionCaps:
 RETRY_PER_TEST = 3
 RETRIED = "again without them"
 UNLAUNCHED = "its tests passed, none launched a target"
+NOTHING_LEFT = "no other parametrization"
 
 
 def run_cold(
@@ -306,12 +307,13 @@ def select_node_ids(
         kept_again, again = selection("select-skip", wider)
         if kept_again:
             return kept_again, again
+        first = run.detail.strip() or (UNLAUNCHED if unlaunched else "")
         if again.exit_code == PYTEST_NO_TESTS and not again.tests:
-            return kept, run  # no other parametrization to run: the first run's record stands
+            # no other parametrization to run: the first run's record stands, saying so
+            return kept, replace(run, detail=f"{first} ({RETRIED}: {NOTHING_LEFT})")
         # both runs in the record (their tests, kernels and time), the retry's failure last:
         # the verdict's reason says the selection failed twice and how (once, when both failed
         # the same way: a compile error's cause then fits the reason's cut, call 73)
-        first = run.detail.strip() or (UNLAUNCHED if unlaunched else "")
         second = again.detail.strip() or (UNLAUNCHED if again.failure is FailureClass.NONE else "")
         detail = (f"{second} ({RETRIED}: the same)" if first == second
                   else f"{first[:70]} | {RETRIED}: {second}")  # fmt: skip

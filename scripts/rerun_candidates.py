@@ -19,6 +19,12 @@ Reasons (the first that holds decides):
   framework's repository (`--repo-path`, or `--work`) to read the test files at the merge
   commit; without it the reason is not checked and the task is counted as skipped.
 
+- `unlaunched_retry`: "no test launches a target kernel" from a selection whose tests passed
+  without launching a target and that was never retried. A selection now runs once more in
+  that case, on each test function's parametrizations least like those that ran
+  (flash-linear-attention #702: its gate kernel runs only in `test_chunk`'s gate=True cases,
+  the first run took a gate=False one). Read from the task's reference.json.
+
 - `nearest_tests`: no node id kept ("no test launches a target kernel", or the selection run
   failed) for a PR that changes no test. The selection took the framework's tests in
   collection order after the PR's; it now takes those nearest the target module first
@@ -50,13 +56,14 @@ from curation.model import Task, TaskType, VerificationStatus
 from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile, task_dirs
 from eval.gate import HOST_REJECTS, NO_FAIL_TO_PASS, NO_LAUNCH, PINS_DIFFER, SELECTION_FAILED
-from eval.model import FailureClass
+from eval.model import FailureClass, Reference
+from eval.reference import RETRIED
 from mining.git import GitRepo
 from mining.store import repo_paths
 
 TIMEOUT, ENVIRONMENT, PR_TESTS = "timeout", "environment", "pr_tests_not_kept"
-NEAREST, NEVER_RUN = "nearest_tests", "never_run"
-REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, NEAREST, NEVER_RUN)
+UNLAUNCHED, NEAREST, NEVER_RUN = "unlaunched_retry", "nearest_tests", "never_run"
+REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, UNLAUNCHED, NEAREST, NEVER_RUN)
 _ENVIRONMENT = (HOST_REJECTS, PINS_DIFFER)
 
 
@@ -112,6 +119,8 @@ def reason_of(task: Task, tdir: TaskDir, repo: GitRepo | None) -> str | None:
         return TIMEOUT
     if any(s in v.reason for s in _ENVIRONMENT):
         return ENVIRONMENT
+    if v.reason.startswith(NO_LAUNCH) and never_retried(tdir):
+        return UNLAUNCHED
     no_launch = v.reason.startswith((NO_LAUNCH, SELECTION_FAILED))
     if no_launch and not task.tests.node_ids and not tdir.read_bytes(TaskFile.TEST_PATCH):
         return NEAREST
@@ -123,6 +132,16 @@ def reason_of(task: Task, tdir: TaskDir, repo: GitRepo | None) -> str | None:
         if changed and not changed & kept:
             return PR_TESTS
     return None
+
+
+def never_retried(tdir: TaskDir) -> bool:
+    """Whether the task's selection passed tests without launching a target and ran once only
+    (its record names no retry: `eval.reference.RETRIED`)."""
+    ref = tdir.load(TaskFile.REFERENCE, Reference)
+    sel = ref.selection if ref is not None else None
+    if sel is None or sel.failure is not FailureClass.NONE or RETRIED in sel.detail:
+        return False
+    return any(t.outcome == "passed" for t in sel.tests)
 
 
 def priority(task: Task, tdir: TaskDir) -> int:

@@ -335,13 +335,16 @@ def test_a_selection_is_retried_without_the_tests_it_ran_when_it_kept_none_not_w
         record.detail == "its tests passed, none launched a target (again without them: the same)"
     )
     # no other parametrization to run (the tiny framework's one test): the first run's record
-    # stands, not "the selection run failed (infra): pytest collected no test"
-    first = replace(run(Variant.GOLD, 0, {"t.py::f[1]": "passed"}), detail="")
+    # stands, not "the selection run failed (infra): pytest collected no test", and says so
+    first = run(Variant.GOLD, 0, {"t.py::f[1]": "passed"})
     (kept, record), seen = selection({"t.py::f[1]": "passed"}, FailureClass.NONE, again_empty=True)
-    assert kept == () and len(seen) == 2 and record == first
+    assert kept == () and len(seen) == 2
+    assert record == replace(first, detail="its tests passed, none launched a target (again "
+                             "without them: no other parametrization)")  # fmt: skip
     (_, record), _ = selection({"t.py::f[1]": "failed"}, FailureClass.TEST_FAILURE,
                                again_empty=True)  # fmt: skip
-    assert record.failure is FailureClass.TEST_FAILURE and record.detail == "D = 300"
+    assert record.failure is FailureClass.TEST_FAILURE
+    assert record.detail == "D = 300 (again without them: no other parametrization)"
     # every test skipped (a missing package would skip the next ones too): no retry
     _, seen = selection({"t.py::f[1]": "skipped"}, FailureClass.NONE)
     assert len(seen) == 1

@@ -96,3 +96,33 @@ def test_test_functions_and_node_ids() -> None:
     assert touched_tests(source, [(15, 15)]) == {"test_b"}
     assert touched_tests("def test_(:\n", [(1, 1)]) == set()  # unparsable: nothing
     assert node_function("tests/t.py::TestB::test_b[x-1]") == "test_b"
+
+
+def test_a_no_launch_verdict_whose_selection_was_never_retried_is_listed(tmp_path: Path) -> None:
+    """flash-linear-attention #702 (H200, 2026-12-06): the selection's tests passed and none
+    launched the gate kernel, and nothing ran again. Such a selection now runs once more on
+    the parametrizations least like those that ran; a verdict from before that is listed for
+    `--reselect` (read from reference.json), one whose selection was retried is not."""
+    from core.files import write_record
+    from eval.__main__ import main as eval_main
+
+    work, tasks, path = _task(tmp_path)
+    [tdir] = task_dirs(tasks)
+    task = tdir.load_task()
+    targets = tuple(replace(t, name="other_kernel") if t.role == "kernel" else t
+                    for t in task.targets)  # fmt: skip
+    write_record(path, replace(task, targets=targets))
+    argv = ["reference", "--tasks", str(tasks), "--work", str(work), "--runs", "1",
+            "--out", str(tmp_path / "runs"), "--no-isolated-timing"]  # fmt: skip
+    assert eval_main(argv) == 0
+    assert tdir.load_task().verification.reason == "no test launches a target kernel"
+    ref = json.loads(tdir.path(TaskFile.REFERENCE).read_text())
+    # the tiny framework's tests all ran the first time: the retry found nothing more to run
+    assert ref["selection"]["detail"].endswith("(again without them: no other parametrization)")
+    out, lists = tmp_path / "lists", ["--work", str(work), "--out", str(tmp_path / "lists")]
+    assert main([str(tasks), *lists]) == 0
+    assert (out / "unlaunched_retry.txt").read_text() == ""
+    ref["selection"]["detail"] = ""  # as a selection of before the retry wrote it
+    tdir.path(TaskFile.REFERENCE).write_text(json.dumps(ref))
+    assert main([str(tasks), *lists]) == 0
+    assert (out / "unlaunched_retry.txt").read_text() == f"{tdir.id}\n"
