@@ -223,8 +223,9 @@ class SelectionCaps:
 
 
 # the retry of a selection that kept nothing from the parametrizations the cap took (the gold
-# failed them, or they passed without launching a target): each test function's next
-# RETRY_PER_TEST times `per_test` of them, those that ran left out
+# failed them, or they passed without launching a target): RETRY_PER_TEST times `per_test` of
+# each test function's others, those least like the ones that ran first (the plugin's
+# `novel_first`)
 RETRY_PER_TEST = 3
 RETRIED = "again without them"
 UNLAUNCHED = "its tests passed, none launched a target"
@@ -289,14 +290,15 @@ def select_node_ids(
     # selection run failed"): once more without those node ids, so that each function's next
     # parametrization runs. The gate still keeps only what the gold passes.
     # (a run cut at its limit or crashed is not retried: the second would be cut the same way)
-    # The retry takes each function's next RETRY_PER_TEST parametrizations, not one: the next
-    # one often shares the value the gold fails (H100 call 46, 2026-12-06: all 11 retried
-    # selections failed again, #36dedac3ab's next case still had D=300).
+    # The retry takes RETRY_PER_TEST parametrizations a function, not one, least like those
+    # that ran: the next one in collection order often shares the value the gold fails (H100
+    # call 46, 2026-12-06: all 11 retried selections failed again, #36dedac3ab's next case
+    # still had D=300).
     # Nothing kept because the tests the cap took passed without launching a target (a flag or
     # size of their first parametrizations takes another path: flash-linear-attention #702's
-    # `test_chunk` case had gate=False, under which the op never runs the gate kernel; #707,
-    # 2026-12-07 next_calls): once more without them too. Not after a run whose tests all
-    # skipped (a missing package skips the next parametrizations as well).
+    # `test_chunk` case had gate=False, under which the op never runs the gate kernel): once
+    # more without them too. Not after a run whose tests all skipped (a missing package skips
+    # the next parametrizations as well).
     failed = [t.nodeid for t in run.tests if t.outcome == "failed"]
     passed = [t.nodeid for t in run.tests if t.outcome == "passed"]
     retry = run.failure in (FailureClass.TEST_FAILURE, FailureClass.COMPILE_ERROR)
