@@ -76,15 +76,21 @@ def is_test_module(path: str) -> bool:
     )
 
 
+def package_path(path: str) -> str:
+    """`src/a/b.py` -> `a/b.py`: a file's path from its package root (a leading src/ or python/
+    dropped), the end of the file name Python gives its code wherever the package is imported
+    from."""
+    head, sep, rest = path.partition("/")
+    return rest if sep and head in _SRC_DIRS else path
+
+
 def module_name(path: str) -> str | None:
     """`a/b/c.py` -> `a.b.c`, `a/b/__init__.py` -> `a.b`, without a leading src/ or python/."""
     if not path.endswith(".py"):
         return None
-    parts = path[:-3].split("/")
+    parts = package_path(path)[:-3].split("/")
     if parts[-1] == "__init__":
         parts.pop()
-    if len(parts) > 1 and parts[0] in _SRC_DIRS:
-        parts.pop(0)
     return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
 
 

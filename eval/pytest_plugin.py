@@ -2,7 +2,10 @@
 
 Loaded by the eval runner as `python -m pytest -p eval.pytest_plugin ...`; configured by the
 environment:
-- `TPB_KERNELS`: comma-separated kernel names to watch (the Python function's `__name__`);
+- `TPB_KERNELS`: comma-separated kernel names to watch (the Python function's `__name__`),
+  each optionally `name@path`: the file that defines it, relative to its package root
+  (`fla/ops/retention/chunk.py`); a launch of a kernel of that name defined in another file
+  (flash-linear-attention has `fused_recurrent_fwd_kernel` in several ops) is not the target's;
 - `TPB_OUT`: the JSON report to write at session end (nothing is written without it);
 - `TPB_CAPTURE_MAX` (4): launches kept per kernel, one per (shapes, dtypes, constexprs);
 - `TPB_ISOLATED` ("1"): replay each kernel's largest captured launch with `eval.timing.bench`;
@@ -87,10 +90,16 @@ class WatchConfig:
     # threads that compile an autotuner's configs before it benchmarks them
     # (TPB_COMPILE_WORKERS; eval.parallel_compile); 0 or 1: Triton's serial path
     compile_workers: int = 0
+    # (kernel name, the file defining it relative to its package root): TPB_KERNELS' `@path`
+    kernel_files: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WatchConfig:
-        names = tuple(dict.fromkeys(n.strip() for n in env.get("TPB_KERNELS", "").split(",")))
+        specs = [n.strip().partition("@") for n in env.get("TPB_KERNELS", "").split(",")]
+        names = tuple(dict.fromkeys(name.strip() for name, _, _ in specs))
+        files = tuple(
+            (name.strip(), f.strip()) for name, _, f in specs if name.strip() and f.strip()
+        )
 
         def number(key: str, default: int) -> int:
             text = env.get(key, "")
@@ -98,6 +107,7 @@ class WatchConfig:
 
         return cls(
             kernels=tuple(n for n in names if n),
+            kernel_files=files,
             out=Path(env["TPB_OUT"]) if env.get("TPB_OUT") else None,
             capture_max=number("TPB_CAPTURE_MAX", 4),
             isolated=env.get("TPB_ISOLATED", "1") == "1",
@@ -428,6 +438,23 @@ class _KernelWatch:
     # launches of other kernels that call it: a device function (`@triton.jit def exp(x)`) is
     # never launched itself; a test exercises it by launching a kernel that calls it
     reached: int = 0
+    # the files that define the target of this name (relative to the package root; empty:
+    # any), and the files of launched kernels of the same name that are not it
+    files: frozenset[str] = frozenset()
+    elsewhere: set[str] = field(default_factory=set)
+
+    def owns(self, kernel: Any) -> bool:
+        """Whether a launched kernel of this name is the target: defined in one of `files`
+        (by its code's file name, so a package imported under another name still matches;
+        unknown file: yes)."""
+        code = getattr(getattr(kernel, "fn", None), "__code__", None)
+        path = str(getattr(code, "co_filename", "") or "").replace(os.sep, "/")
+        if not self.files or not path:
+            return True
+        if any(path == f or path.endswith("/" + f) for f in self.files):
+            return True
+        self.elsewhere.add(path)
+        return False
 
     def to_dict(self) -> dict[str, Any]:
         calls, total = self.profiled if self.profiled is not None else (self.seen, None)
@@ -448,6 +475,7 @@ class _KernelWatch:
             "written": sorted(self.written),
             "written_checked_launches": self.checked,
             "launched_by": sorted(self.nodes),
+            "same_name_elsewhere": sorted(self.elsewhere),
         }
 
 
@@ -508,8 +536,12 @@ class KernelWatcher:
 
     def __init__(self, config: WatchConfig):
         self.config = config
+        files: dict[str, set[str]] = {}
+        for name, path in config.kernel_files:
+            files.setdefault(name, set()).add(path)
         self.watches = {
-            n: _KernelWatch(n, CaptureStore(config.capture_max)) for n in config.kernels
+            n: _KernelWatch(n, CaptureStore(config.capture_max), files=frozenset(files.get(n, ())))
+            for n in config.kernels
         }
         self.notes: list[str] = []
         self._lock = threading.Lock()
@@ -596,6 +628,8 @@ class KernelWatcher:
             tuning = getattr(self._local, "tuning", 0) > 0
             if not warmup and not self._paused:
                 watch = self.watches.get(getattr(getattr(kernel, "fn", None), "__name__", ""))
+                if watch is not None and not watch.owns(kernel):
+                    watch = None  # the same name, another file's kernel: not the target
                 if not tuning:
                     self._reach(kernel)
             if watch is None:
@@ -651,6 +685,8 @@ class KernelWatcher:
             # before the first config runs, for that launch to compare with.
             name = getattr(getattr(autotuner, "base_fn", None), "__name__", "")
             watch = self.watches.get(name)
+            if watch is not None and not watch.owns(getattr(autotuner, "base_fn", None)):
+                watch = None  # another file's kernel of the target's name
             pre = self._pre_tuning()
             if watch is not None and watch.checked < WRITE_CHECKS and name not in pre:
                 prints = self._prints(autotuner, args)

@@ -694,3 +694,34 @@ def test_a_selection_retry_takes_the_parametrizations_least_like_those_that_ran(
     # unparametrized items (no callspec) are left as they are
     plain = [NS(nodeid="t.py::f"), NS(nodeid="t.py::g")]
     assert novel_first(plain, [NS(nodeid="t.py::f0")]) == plain
+
+
+def test_a_kernel_of_the_targets_name_in_another_file_is_not_the_target(tmp_path: Path) -> None:
+    """77 of release 1.24.8's 455 tasks have a kernel whose name another non-test file of the
+    commit defines (flash-linear-attention's `fused_recurrent_fwd_kernel` in several ops;
+    #f93ae3e83e's retention `_fwd_recurrence`, whose selection kept a GLA test). Watched as
+    `name@path`, a launch counts only when the launched function's code is in that file."""
+    kernels = "scale_kernel@tinypkg/other.py,tuned_add_kernel@tinypkg/ops.py"
+    proc, report = run_plugin(tmp_path, interpret=True, kernels=kernels)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    scale = report["kernels"]["scale_kernel"]  # tinypkg/ops.py's, not the target's
+    assert scale["seen"] == 0 and scale["launched_by"] == [] and scale["launches"] == []
+    assert [p.endswith("/tinypkg/ops.py") for p in scale["same_name_elsewhere"]] == [True]
+    tuned = report["kernels"]["tuned_add_kernel"]  # the target's own file: as before
+    assert tuned["seen"] > 0 and tuned["launched_by"] and tuned["same_name_elsewhere"] == []
+    # the right file: counted
+    (tmp_path / "own").mkdir()
+    _, report = run_plugin(tmp_path / "own", interpret=True, kernels="scale_kernel@tinypkg/ops.py")
+    assert report["kernels"]["scale_kernel"]["seen"] == 4
+    cfg = WatchConfig.from_env({"TPB_KERNELS": "a@x/a.py, b ,a@y/a.py"})
+    assert cfg.kernels == ("a", "b") and cfg.kernel_files == (("a", "x/a.py"), ("a", "y/a.py"))
+
+
+def test_the_runs_watch_the_prs_kernels_by_name_and_package_path() -> None:
+    from types import SimpleNamespace as NS
+
+    from eval.backends import watched_kernels
+
+    task = NS(kernels=(NS(name="k", file="src/liger_kernel/ops/rms_norm.py"),
+                       NS(name="j", file="fla/ops/gla/chunk.py")))  # fmt: skip
+    assert watched_kernels(task) == ["k@liger_kernel/ops/rms_norm.py", "j@fla/ops/gla/chunk.py"]  # type: ignore[arg-type]
