@@ -44,6 +44,12 @@ def callees(fn: Any, jit_types: tuple[type, ...]) -> frozenset[str]:
     """The names of the Triton functions a Triton function calls, transitively: the globals its
     code names (`exp`, or `op` and `exp` for `op.exp`) that are Triton functions, resolved in
     its module's namespace. What a launch of it runs besides itself."""
+    return frozenset(callee_functions(fn, jit_types))
+
+
+def callee_functions(fn: Any, jit_types: tuple[type, ...]) -> dict[str, Any]:
+    """`callees`, each name with the Triton function it resolved to (whose file tells a device
+    function from another file's of the same name)."""
     found: dict[str, Any] = {}
     todo = [fn]
     while todo:
@@ -64,7 +70,7 @@ def callees(fn: Any, jit_types: tuple[type, ...]) -> frozenset[str]:
                 if name and name not in found:
                     found[name] = v
                     todo.append(v)
-    return frozenset(found)
+    return found
 
 
 def _is_wrapper(v: Any) -> bool:

@@ -51,7 +51,7 @@ import pytest
 
 from eval import triton_names
 from eval.launch_capture import ArgumentSnapshot as ArgumentSnapshot  # re-exported
-from eval.launch_capture import Capture, CaptureStore, LaunchCapturer, Replay, callees
+from eval.launch_capture import Capture, CaptureStore, LaunchCapturer, Replay, callee_functions
 from eval.model import KernelTiming
 from eval.parallel_compile import precompiling, workers_from
 
@@ -665,7 +665,9 @@ class KernelWatcher:
         helpers = self._helpers.get(key)
         if helpers is None:
             helpers = self._helpers[key] = [
-                n for n in callees(kernel, self._jit_types) if n in self.watches
+                n
+                for n, f in callee_functions(kernel, self._jit_types).items()
+                if n in self.watches and self.watches[n].owns(f)
             ]
         if helpers:
             with self._lock:

@@ -701,7 +701,7 @@ def test_a_kernel_of_the_targets_name_in_another_file_is_not_the_target(tmp_path
     commit defines (flash-linear-attention's `fused_recurrent_fwd_kernel` in several ops;
     #f93ae3e83e's retention `_fwd_recurrence`, whose selection kept a GLA test). Watched as
     `name@path`, a launch counts only when the launched function's code is in that file."""
-    kernels = "scale_kernel@tinypkg/other.py,tuned_add_kernel@tinypkg/ops.py"
+    kernels = "scale_kernel@tinypkg/other.py,tuned_add_kernel@tinypkg/ops.py,plus_one@tinypkg/x.py"
     proc, report = run_plugin(tmp_path, interpret=True, kernels=kernels)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     scale = report["kernels"]["scale_kernel"]  # tinypkg/ops.py's, not the target's
@@ -709,10 +709,15 @@ def test_a_kernel_of_the_targets_name_in_another_file_is_not_the_target(tmp_path
     assert [p.endswith("/tinypkg/ops.py") for p in scale["same_name_elsewhere"]] == [True]
     tuned = report["kernels"]["tuned_add_kernel"]  # the target's own file: as before
     assert tuned["seen"] > 0 and tuned["launched_by"] and tuned["same_name_elsewhere"] == []
+    # a device function is reached through its callers only when it is the target's file's too
+    helper = report["kernels"]["plus_one"]
+    assert helper["reached_through_callers"] == 0 and helper["launched_by"] == []
     # the right file: counted
     (tmp_path / "own").mkdir()
-    _, report = run_plugin(tmp_path / "own", interpret=True, kernels="scale_kernel@tinypkg/ops.py")
+    own = "scale_kernel@tinypkg/ops.py,plus_one@tinypkg/ops.py"
+    _, report = run_plugin(tmp_path / "own", interpret=True, kernels=own)
     assert report["kernels"]["scale_kernel"]["seen"] == 4
+    assert report["kernels"]["plus_one"]["reached_through_callers"] == 1
     cfg = WatchConfig.from_env({"TPB_KERNELS": "a@x/a.py, b ,a@y/a.py"})
     assert cfg.kernels == ("a", "b") and cfg.kernel_files == (("a", "x/a.py"), ("a", "y/a.py"))
 
