@@ -19,6 +19,12 @@ Reasons (the first that holds decides):
   framework's repository (`--repo-path`, or `--work`) to read the test files at the merge
   commit; without it the reason is not checked and the task is counted as skipped.
 
+- `same_name_kernel`: "no fail-to-pass" for a task one of whose PR kernels has a name that
+  another non-test file of the merge commit defines. The watch matched launches by name, so the
+  kept tests may be ones that launch the other file's kernel (flash-linear-attention
+  #f93ae3e83e kept a GLA test for retention's `_fwd_recurrence`); it matches `name@path` now.
+  Needs the repository, as `pr_tests_not_kept` does.
+
 - `unlaunched_retry`: "no test launches a target kernel" from a selection whose tests passed
   without launching a target and that was never retried. A selection now runs once more in
   that case, on each test function's parametrizations least like those that ran
@@ -63,7 +69,10 @@ from mining.store import repo_paths
 
 TIMEOUT, ENVIRONMENT, PR_TESTS = "timeout", "environment", "pr_tests_not_kept"
 UNLAUNCHED, NEAREST, NEVER_RUN = "unlaunched_retry", "nearest_tests", "never_run"
-REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, UNLAUNCHED, NEAREST, NEVER_RUN)
+SAME_NAME = "same_name_kernel"
+REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, SAME_NAME, UNLAUNCHED, NEAREST, NEVER_RUN)
+# where a kernel of the same name does not count: test, benchmark and legacy code
+_NOT_LIBRARY = ("tests/", "test/", "benchmarks/", "benchmark/", "legacy/")
 _ENVIRONMENT = (HOST_REJECTS, PINS_DIFFER)
 
 
@@ -131,7 +140,21 @@ def reason_of(task: Task, tdir: TaskDir, repo: GitRepo | None) -> str | None:
         kept = {node_function(n) for n in task.tests.node_ids}
         if changed and not changed & kept:
             return PR_TESTS
+        if same_name_elsewhere(task, repo):
+            return SAME_NAME
     return None
+
+
+def same_name_elsewhere(task: Task, repo: GitRepo) -> dict[str, list[str]]:
+    """The PR's kernels whose name another library file of the merge commit defines (`def
+    name(`), each with those files."""
+    found = {}
+    for k in task.kernels:
+        files = repo.files_containing(task.merge_commit, f"def {k.name}(")
+        others = [f for f in files if f != k.file and not f.startswith(_NOT_LIBRARY)]
+        if others:
+            found[k.name] = others
+    return found
 
 
 def never_retried(tdir: TaskDir) -> bool:

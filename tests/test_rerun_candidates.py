@@ -126,3 +126,45 @@ def test_a_no_launch_verdict_whose_selection_was_never_retried_is_listed(tmp_pat
     tdir.path(TaskFile.REFERENCE).write_text(json.dumps(ref))
     assert main([str(tasks), *lists]) == 0
     assert (out / "unlaunched_retry.txt").read_text() == f"{tdir.id}\n"
+
+
+def test_a_no_fail_to_pass_verdict_of_a_kernel_whose_name_another_file_defines_is_listed(
+    tmp_path: Path,
+) -> None:
+    """flash-linear-attention #f93ae3e83e: retention's `_fwd_recurrence` shares its name with
+    GLA's, and the name-only watch kept a GLA test ("no fail-to-pass"). Such a verdict is
+    listed for a rerun under the `name@path` watch; another file's kernel in the tests or
+    benchmarks does not count, nor does the kernel's own file."""
+    from types import SimpleNamespace as NS
+
+    from rerun_candidates import same_name_elsewhere
+
+    from mining.git import GitRepo
+    from tests.gitrepo import TinyRepo
+
+    repo = TinyRepo(tmp_path / "fw")
+    kernel = "@triton.jit\ndef _fwd_recurrence(x):\n    pass\n"
+    repo.write("pkg/retention/chunk.py", kernel)
+    repo.write("tests/test_x.py", kernel)
+    repo.write("benchmarks/bench.py", kernel)
+    alone = repo.commit("retention")
+    repo.write("pkg/gla/chunk.py", kernel)
+    both = repo.commit("gla")
+    git = GitRepo(tmp_path / "fw")
+    task = NS(kernels=(NS(name="_fwd_recurrence", file="pkg/retention/chunk.py"),),
+              merge_commit=alone)  # fmt: skip
+    assert same_name_elsewhere(task, git) == {}  # type: ignore[arg-type]
+    task.merge_commit = both
+    assert same_name_elsewhere(task, git) == {"_fwd_recurrence": ["pkg/gla/chunk.py"]}  # type: ignore[arg-type]
+    # as a "no fail-to-pass" verdict's reason (a PR without a test change)
+    from rerun_candidates import reason_of
+
+    from curation.model import VerificationStatus
+
+    task.verification = NS(status=VerificationStatus.UNVERIFIED, checked_at="2026-12-06",
+                           reason=NO_F2P)  # fmt: skip
+    task.tests = NS(node_ids=("tests/test_gla.py::test_gla[1]",))
+    tdir = NS(read_bytes=lambda name: b"")
+    assert reason_of(task, tdir, git) == "same_name_kernel"  # type: ignore[arg-type]
+    task.merge_commit = alone
+    assert reason_of(task, tdir, git) is None  # type: ignore[arg-type]
