@@ -457,7 +457,11 @@ class _KernelWatch:
         return False
 
     def to_dict(self) -> dict[str, Any]:
-        calls, total = self.profiled if self.profiled is not None else (self.seen, None)
+        profiled = self.profiled
+        if self.elsewhere and not (self.seen or self.tuning or self.reached):
+            # the profiler matches GPU kernels by name: all it saw was another file's kernel
+            profiled = None
+        calls, total = profiled if profiled is not None else (self.seen, None)
         big = self.captures.largest()
         return {
             "launched": self.seen + self.tuning + calls + self.reached > 0,

@@ -718,6 +718,15 @@ def test_a_kernel_of_the_targets_name_in_another_file_is_not_the_target(tmp_path
     _, report = run_plugin(tmp_path / "own", interpret=True, kernels=own)
     assert report["kernels"]["scale_kernel"]["seen"] == 4
     assert report["kernels"]["plus_one"]["reached_through_callers"] == 1
+    # the profiler matches by name: what it counted for a target none of whose launches was
+    # seen is another file's kernel, not the target's
+    from eval.launch_capture import CaptureStore
+    from eval.pytest_plugin import _KernelWatch
+
+    other = _KernelWatch("k", CaptureStore(1), profiled=(3, 1.5), elsewhere={"/t/pkg/gla.py"})
+    assert other.to_dict()["launched"] is False and other.to_dict()["calls"] == 0
+    both = _KernelWatch("k", CaptureStore(1), seen=1, profiled=(3, 1.5), elsewhere={"/t/x.py"})
+    assert both.to_dict()["calls"] == 3 and both.to_dict()["total_ms"] == 1.5
     cfg = WatchConfig.from_env({"TPB_KERNELS": "a@x/a.py, b ,a@y/a.py"})
     assert cfg.kernels == ("a", "b") and cfg.kernel_files == (("a", "x/a.py"), ("a", "y/a.py"))
 
