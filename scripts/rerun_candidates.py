@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from curation.filters import is_kernel_source_path
 from curation.model import Task, TaskType, VerificationStatus
 from curation.targets import new_side_lines
 from curation.taskdir import TaskDir, TaskFile, task_dirs
@@ -71,8 +72,9 @@ TIMEOUT, ENVIRONMENT, PR_TESTS = "timeout", "environment", "pr_tests_not_kept"
 UNLAUNCHED, NEAREST, NEVER_RUN = "unlaunched_retry", "nearest_tests", "never_run"
 SAME_NAME = "same_name_kernel"
 REASONS = (TIMEOUT, ENVIRONMENT, PR_TESTS, SAME_NAME, UNLAUNCHED, NEAREST, NEVER_RUN)
-# where a kernel of the same name does not count: test, benchmark and legacy code
-_NOT_LIBRARY = ("tests/", "test/", "benchmarks/", "benchmark/", "legacy/")
+# beside tests, benchmarks and docs (`is_kernel_source_path`), where a kernel of the same name
+# does not count: flash-linear-attention's retired code
+_LEGACY = "legacy/"
 _ENVIRONMENT = (HOST_REJECTS, PINS_DIFFER)
 
 
@@ -151,7 +153,11 @@ def same_name_elsewhere(task: Task, repo: GitRepo) -> dict[str, list[str]]:
     found = {}
     for k in task.kernels:
         files = repo.files_containing(task.merge_commit, f"def {k.name}(")
-        others = [f for f in files if f != k.file and not f.startswith(_NOT_LIBRARY)]
+        others = [
+            f
+            for f in files
+            if f != k.file and is_kernel_source_path(f) and not f.startswith(_LEGACY)
+        ]
         if others:
             found[k.name] = others
     return found
