@@ -15,9 +15,10 @@ totals, the spread max/min - 1, whether it is within the tolerance, and the runs
 speed-ups over the base with their spread), then the summary: of the
 tasks measured on two or more days, how many agree; and of those repeated on one day only.
 Then the measurements timed with a prediction beside base and gold: its total over the base's.
-With --tasks, last, issue 10's own count: of the verified optimization tasks there, on the plan
-of each one's latest measurement (the one its verdict rests on), how many were measured on two
-or more days and agree, and which were not (a plan measured once, on one day, or never).
+With --tasks, last, issue 10's own count: of the verified optimization tasks there, how many
+have a plan (machine kind, metric, sizes) measured on two or more days with every such plan's
+gold totals within the tolerance, and each other one with why (apart, or no plan measured on
+two days).
 An A/A control (call33.sh's control.txt: the task's setup state, the base's own code, scored as
 the prediction) must tie the base; a ratio away from 1 is the method's bias.
 """
@@ -76,6 +77,22 @@ def spread(totals: list[float]) -> float:
     return max(totals) / min(totals) - 1.0
 
 
+def gold_spread(runs: list[dict[str, Any]]) -> float:
+    """`spread` of the runs' gold totals."""
+    return spread([float(r["gold_total_ms"]) for r in runs])
+
+
+def within(s: float, tolerance: float) -> bool:
+    """Whether a spread is within the agreement bound (rounded: 2.2 / 2.0 - 1 is
+    0.10000000000000009)."""
+    return round(s, 6) <= tolerance
+
+
+def days_of(runs: list[dict[str, Any]]) -> set[str]:
+    """The dates the runs were measured on."""
+    return {str(r["measured_at"])[:10] for r in runs}
+
+
 def _speedups(runs: list[dict[str, Any]]) -> str:
     """Each run's gold speed-up over the base and their spread: what the gate judges, and what
     a cold wall time can reproduce across hosts when its totals (compilation: host CPU time) do
@@ -108,11 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         if len(runs) < 2:
             continue
         runs.sort(key=lambda r: str(r["measured_at"]))
-        totals = [float(r["gold_total_ms"]) for r in runs]
-        s = spread(totals)
-        ok = round(s, 6) <= args.tolerance  # 2.2 / 2.0 - 1 is 0.10000000000000009
-        days = {str(r["measured_at"])[:10] for r in runs}
-        if len(days) > 1:
+        s = gold_spread(runs)
+        ok = within(s, args.tolerance)
+        if len(days_of(runs)) > 1:
             days_all += 1
             days_agree += ok
         else:
@@ -150,10 +165,9 @@ def _verified_optimizations(ids: list[str], groups: Groups, tolerance: float) ->
     agree, short = [], []
     for task in ids:
         mine = [runs for k, runs in groups.items() if k[0] == task]
-        days = [runs for runs in mine if len({str(r["measured_at"])[:10] for r in runs}) > 1]
-        apart = [spread([float(r["gold_total_ms"]) for r in runs]) for runs in days]
-        worst = max(apart, default=0.0)
-        if days and round(worst, 6) <= tolerance:
+        days = [runs for runs in mine if len(days_of(runs)) > 1]
+        worst = max((gold_spread(runs) for runs in days), default=0.0)
+        if days and within(worst, tolerance):
             agree.append(task)
         elif days:
             short.append(f"{task}: {100 * worst:.1f}% apart")
