@@ -273,6 +273,11 @@ def _pr_cases_first(group: list[Any], lines: Mapping[str, Sequence[tuple[int, in
     return sorted(group, key=lambda i: -_case_hits(i, added)) if added else group
 
 
+def _function_of(item: Any) -> str:
+    """A test item's function: its node id without the parametrization."""
+    return str(item.nodeid).split("[", 1)[0]
+
+
 def _param_keys(item: Any) -> set[tuple[str, str]]:
     """A parametrization's (name, value) pairs (values by repr: one collection's objects)."""
     params = getattr(getattr(item, "callspec", None), "params", None) or {}
@@ -289,10 +294,10 @@ def novel_first(items: list[Any], ran: Sequence[Any]) -> list[Any]:
     the op never runs its gate kernel; #36dedac3ab's next case kept the D=300 its gold fails)."""
     seen: dict[str, set[tuple[str, str]]] = {}
     for i in ran:
-        seen.setdefault(i.nodeid.split("[", 1)[0], set()).update(_param_keys(i))
+        seen.setdefault(_function_of(i), set()).update(_param_keys(i))
     slots: dict[str, list[int]] = {}
     for n, i in enumerate(items):
-        slots.setdefault(i.nodeid.split("[", 1)[0], []).append(n)
+        slots.setdefault(_function_of(i), []).append(n)
     out = list(items)
     for fn, where in slots.items():
         if fn in seen:
@@ -343,7 +348,7 @@ def cap_items(
     distance = module_distances(modules) if modules else {}
     groups: dict[str, list[Any]] = {}
     for item in items:
-        groups.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
+        groups.setdefault(_function_of(item), []).append(item)
     far = len(distance) + 1  # beyond any module's distance: reaches no target
     rank = {}
     for k, v in groups.items():
@@ -363,7 +368,7 @@ def cap_items(
     # limit keeps the tests that finished)
     order = {id(i): n for n, i in enumerate(chosen)}
     kept = sorted((i for i in items if id(i) in order),
-                  key=lambda i: (rank[i.nodeid.split("[", 1)[0]], order[id(i)]))  # fmt: skip
+                  key=lambda i: (rank[_function_of(i)], order[id(i)]))  # fmt: skip
     return kept, [i for i in items if id(i) not in order]
 
 
@@ -689,9 +694,10 @@ class KernelWatcher:
             # argument on its first, autotuning run and dq, dk, dg on the next two, and the
             # gold oracle was flagged modifies_inputs). The arguments are fingerprinted once,
             # before the first config runs, for that launch to compare with.
-            name = getattr(getattr(autotuner, "base_fn", None), "__name__", "")
+            base = getattr(autotuner, "base_fn", None)
+            name = getattr(base, "__name__", "")
             watch = self.watches.get(name)
-            if watch is not None and not watch.owns(getattr(autotuner, "base_fn", None)):
+            if watch is not None and not watch.owns(base):
                 watch = None  # another file's kernel of the target's name
             pre = self._pre_tuning()
             if watch is not None and watch.checked < WRITE_CHECKS and name not in pre:
