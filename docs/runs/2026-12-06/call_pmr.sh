@@ -3,7 +3,9 @@
 # on the verified tasks whose gold PMR fell outside 1 +- 0.03 beside references (carry
 # `.carry/p`, make_carry_pmr.sh beside this script): one task at a time, SCORE_RUNS alternated
 # runs each (the PMR's median), nothing else on the GPU, so the rows' `gpu_company` should read 0.
-# Usage (move release/ aside first): [CARRY=.carry/p] [SCORE_RUNS=3] [REQUIRE_GPU=H200] call_pmr.sh [END seconds, default 540]
+# SCORE_JOBS=N (2026-12-08): N tasks scored side by side, for completion (their PMRs are not
+# quiet-GPU numbers then)
+# Usage (move release/ aside first): [CARRY=.carry/p] [SCORE_JOBS=1] [NO_WL=1] [SCORE_RUNS=3] [REQUIRE_GPU=H200] call_pmr.sh [END seconds, default 540]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 # REQUIRE_GPU (2026-12-06, seventh session): the references of `.carry/p` ran on an H200, and a
@@ -22,14 +24,15 @@ W=""; [ -d $C/wh ] && W="--wheelhouse $C/wh"
 # the optimizations the workload verified (wl_oracle.txt, make_carry_pmr.sh since 2026-12-07's
 # eighth session): the gold timed as a prediction on the workload first, into the score's out
 # folder, where `eval score` reads it (base, gold, prediction alternated, two rounds)
-if [ -s $C/wl_oracle.txt ]; then
+# NO_WL=1 (2026-12-08): the scores alone (the workload oracle wants a quiet GPU, another call)
+if [ -z "${NO_WL:-}" ] && [ -s $C/wl_oracle.txt ]; then
   timeout -k 30 -s INT $(( END / 2 )) python3 -m eval workload --tasks $T --task-file $C/wl_oracle.txt $R $W \
     --predictions $C/gold.jsonl --rounds 2 --timeout 150 --out /tmp/spmr_gold --scratch /tmp/swp \
     --triton-cache /tmp/tcp > $O/wl_oracle.log 2>&1
   echo "workload oracle rc $? after $(( $(date +%s) - S )) s" >> $O/wl_oracle.log
 fi
 timeout -k 30 -s INT $(( END - $(date +%s) + S )) python3 -m eval score $C/gold.jsonl --tasks $T --task-file $C/score.txt $R $W \
-  --out /tmp/spmr_gold --jobs 1 --runs ${SCORE_RUNS:-3} --timeout 300 --scratch /tmp/scp \
+  --out /tmp/spmr_gold --jobs ${SCORE_JOBS:-1} --runs ${SCORE_RUNS:-3} --timeout 300 --scratch /tmp/scp \
   --triton-cache /tmp/tcp > $O/score_pmr.log 2>&1
 echo "pmr rc $? after $(( $(date +%s) - S )) s" >> $O/score_pmr.log
 rm -rf /tmp/pack && mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
