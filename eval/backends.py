@@ -25,7 +25,6 @@ from typing import Any, Protocol
 from core.frameworks import TestHints, framework
 from curation.model import Task
 from curation.taskdir import TaskDir, TaskFile
-from curation.testsel import package_path
 from eval.compat import task_compat_env
 from eval.errors import EvalError, ExtensionError
 from eval.extensions import install_extensions
@@ -42,6 +41,7 @@ from eval.runner import (
     run_pytest,
 )
 from eval.sandbox import SandboxPolicy, grant, run_environment, tools
+from eval.targets import watched_kernels
 from eval.verdict import KEY_BYTES, FrameReader
 from eval.workspace import SourceStore, prepare, test_files
 
@@ -100,14 +100,6 @@ def run_targets(task: Task, max_files: int, tree: Path) -> list[str]:
     2026-12-03, where it took two of the four tests of their selection runs)."""
     return (list(task.tests.node_ids) or test_files(task, max_files, tree)
             or [d for d in TEST_DIRS if (tree / d).is_dir()])  # fmt: skip
-
-
-def watched_kernels(task: Task) -> list[str]:
-    """The PR's kernels as the plugin watches them, `name@path` (the path from the package
-    root): a kernel of the same name in another file is not taken for the target (77 of release
-    1.24.8's 455 tasks have a kernel whose name another non-test file of the commit defines,
-    e.g. flash-linear-attention's `fused_recurrent_fwd_kernel` in several ops)."""
-    return [f"{k.name}@{package_path(k.file)}" for k in task.kernels]
 
 
 def time_limit(settings: RunSettings, hints: TestHints, timeout_s: float | None) -> float:

@@ -32,6 +32,7 @@ from curation.hardware import BLACKWELL_EVIDENCE
 from curation.imports import UNDEFINED_UPSTREAM
 from curation.model import Hardware, Task, TaskType, TypeDecision, Verification, VerificationStatus
 from curation.testsel import module_name
+from eval.launch_capture import kernel_name, same_kernel
 from eval.model import (
     OUT_OF_MEMORY,
     PYTEST_NO_TESTS,
@@ -40,6 +41,7 @@ from eval.model import (
     RunResult,
     Variant,
 )
+from eval.targets import watched_kernels
 from eval.workload_model import MAX_EFFICIENCY, MIN_GOLD_US, WorkloadResult, totals_separated
 
 MIN_SPEEDUP = 1.10  # the gold over the setup state, on the workload's metric
@@ -134,8 +136,11 @@ def optimization_verdict(
     workload shows the gold's gain (`workload_verdict`); out of scope when it shows none and
     the gold's change tests for a GPU generation this one is not (Liger-Kernel #1267 on an
     H100: 1.00x, its warps chosen anew only on Blackwell); unverified otherwise."""
-    named = task.named_kernel.name if task.named_kernel else None
-    ok, why = workload_verdict(workload, [k.name for k in task.kernels], named)
+    kernels = watched_kernels(task)  # `name@path`: another file's kernel of a name is not it
+    named = task.named_kernel
+    ok, why = workload_verdict(
+        workload, kernels, kernels[task.kernels.index(named)] if named else None
+    )
     if ok:
         return VerificationStatus.VERIFIED, why
     gap = arch_gap(task.requires, gpu) if why.startswith(NOT_FASTER) else None
@@ -312,15 +317,23 @@ def environment_label(env: Environment) -> str:
     return f"{env.gpu}; torch {env.torch}; triton {env.triton}; packages {env.packages_sha[:12]}"
 
 
+def _launch_names(entries: Sequence[str]) -> str:
+    """A launch log's kernels for a reason: each name once, without the files of its
+    `name@file` entries."""
+    return ", ".join(sorted({kernel_name(e) for e in entries}))
+
+
 def workload_verdict(
     result: WorkloadResult, kernels: Sequence[str] = (), named: str | None = None
 ) -> tuple[bool, str]:
     """Whether an optimization's workload shows the gold's gain, and the measured ratio. With
-    the task's kernel names, a size whose gold call launched none of them does not time the
-    task (on the H200, Liger-Kernel #1000's largest size tied to 0.1%); with the kernel the task
-    is named after (`Task.named_kernel`), a workload none of whose gold calls launched it does
-    not time the PR's main change (flash-linear-attention #8d8bfcd4d0 and #368, 1.00x on
-    `chunk_gla` and `l2_norm`, which launch only a side target or none of the PR's kernels)."""
+    the task's kernels (`name`, or `name@path` to tell a target from another file's kernel of
+    its name: `eval.launch_capture.same_kernel`), a size whose gold call launched none of them
+    does not time the task (on the H200, Liger-Kernel #1000's largest size tied to 0.1%); with
+    the kernel the task is named after (`Task.named_kernel`), a workload none of whose gold
+    calls launched it does not time the PR's main change (flash-linear-attention #8d8bfcd4d0
+    and #368, 1.00x on `chunk_gla` and `l2_norm`, which launch only a side target or none of
+    the PR's kernels)."""
     broken = [f"{c.label}: {c.error}" for c in result.calls if c.error]
     if broken:
         # the sizes that ran on both say what the failure hides (Liger-Kernel #1208 on the
@@ -329,24 +342,27 @@ def workload_verdict(
                if c.base is not None and c.gold is not None and c.gold.median_ms]  # fmt: skip
         also = f"; the sizes both ran: {', '.join(ran)}" if ran else ""
         return False, f"workload failed ({broken[0][:200]}){also}"
-    wanted = set(kernels)
+
+    def reaches(launched: Sequence[str], wanted: Sequence[str]) -> bool:
+        return any(same_kernel(e, w) for e in launched for w in wanted)
+
     missed = [
         c
         for c in result.calls
-        if wanted and c.gold_launched is not None and not wanted & set(c.gold_launched)
+        if kernels and c.gold_launched is not None and not reaches(c.gold_launched, kernels)
     ]
     if missed:
-        seen = ", ".join(missed[0].gold_launched or ()) or "no Triton kernel"
+        seen = _launch_names(missed[0].gold_launched or ()) or "no Triton kernel"
         return False, (
             f"the workload's gold launches no target kernel: its {missed[0].label} call "
             f"launches no target kernel (it launched {seen[:200]})"
         )
     recorded = [c.gold_launched for c in result.calls if c.gold_launched is not None]
-    if named and recorded and not any(named in launched for launched in recorded):
-        seen = ", ".join(sorted({k for launched in recorded for k in launched})) or "none"
+    if named and recorded and not any(reaches(launched, [named]) for launched in recorded):
+        seen = _launch_names([k for launched in recorded for k in launched]) or "none"
         return False, (
-            f"the workload's gold never launches the kernel the task is named after ({named}; "
-            f"it launched {seen[:200]})"
+            f"the workload's gold never launches the kernel the task is named after "
+            f"({kernel_name(named)}; it launched {seen[:200]})"
         )
     # a gold call faster than the GPU can move its tensors did not do its sizes' work (its
     # grid or scalars were the test's): none of its times or outputs says anything

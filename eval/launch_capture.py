@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,31 @@ def launching_classes() -> list[type]:
     except ImportError:
         return classes
     return [*classes, InterpretedFunction]
+
+
+def kernel_key(fn: Any) -> str:
+    """A Triton function as a launch log names it: `name@file`, the file its code was compiled
+    from (`/`-separated), or the bare name when the code says none. Two kernels of one name in
+    two files (77 of release 1.24.8's 455 tasks have one) are two entries."""
+    py = getattr(fn, "fn", None)
+    name = getattr(py, "__name__", "") or "?"
+    path = str(getattr(getattr(py, "__code__", None), "co_filename", "") or "")
+    return f"{name}@{path.replace(os.sep, '/')}" if path else name
+
+
+def same_kernel(entry: str, wanted: str) -> bool:
+    """Whether a launch log entry (`kernel_key`, or a bare name as logs before 2026-12-08 kept
+    them) is the wanted kernel (`name`, or `name@path` with the path from the package root, as
+    `eval.backends.watched_kernels` gives it): the names agree and, where both carry a file,
+    the entry's file ends with the wanted one."""
+    name, _, path = entry.partition("@")
+    want, _, file = wanted.partition("@")
+    return name == want and (not path or not file or path == file or path.endswith("/" + file))
+
+
+def kernel_name(entry: str) -> str:
+    """A launch log entry's kernel name (`kernel_key` without its file)."""
+    return entry.partition("@")[0]
 
 
 def callees(fn: Any, jit_types: tuple[type, ...]) -> frozenset[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from curation.indentation import normalise
 from curation.model import Task
+from curation.testsel import package_path
 from eval.errors import SpliceError
 from eval.protected import is_protected
 from eval.splice import KernelSource
@@ -44,6 +45,14 @@ def targets(task: Task) -> tuple[Target, ...]:
         for w in k.wrappers:
             out.setdefault((k.file, w), Target(k.file, w, "wrapper"))
     return tuple(out.values())
+
+
+def watched_kernels(task: Task) -> list[str]:
+    """The PR's kernels as the plugin watches them, `name@path` (the path from the package
+    root): a kernel of the same name in another file is not taken for the target (77 of release
+    1.24.8's 455 tasks have a kernel whose name another non-test file of the commit defines,
+    e.g. flash-linear-attention's `fused_recurrent_fwd_kernel` in several ops)."""
+    return [f"{k.name}@{package_path(k.file)}" for k in task.kernels]
 
 
 def target_files(task: Task) -> frozenset[str]:

@@ -267,14 +267,20 @@ class LaunchLog:
     interpreter's `run` under TRITON_INTERPRET=1): whether a size reaches the task's kernels."""
 
     def __init__(
-        self, classes: list[type], callees: Callable[[Any, tuple[type, ...]], Any] | None = None
+        self,
+        classes: list[type],
+        callees: Callable[[Any, tuple[type, ...]], dict[str, Any]] | None = None,
+        key: Callable[[Any], str] | None = None,
     ) -> None:
         self.names: set[str] = set()
         self._classes = classes
         self._restore: list[tuple[type, Any]] = []
-        # the device functions a launched kernel calls (`launch_capture.callees`): a target that
-        # is one is reached through its callers
+        # the device functions a launched kernel calls (`launch_capture.callee_functions`): a
+        # target that is one is reached through its callers
         self._callees = callees
+        # how a launched function is named (`launch_capture.kernel_key`: `name@file`, so the
+        # gate tells a target from another file's kernel of its name); default: its name
+        self._key = key or (lambda fn: getattr(getattr(fn, "fn", None), "__name__", "") or "?")
         self._seen: set[int] = set()
 
     def __enter__(self) -> LaunchLog:
@@ -285,10 +291,11 @@ class LaunchLog:
             self._restore.append((cls, original))
 
             def run(kernel: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                self.names.add(getattr(getattr(kernel, "fn", None), "__name__", "") or "?")
+                self.names.add(self._key(kernel))
                 if self._callees is not None and id(kernel) not in self._seen:
                     self._seen.add(id(kernel))
-                    self.names.update(self._callees(kernel, tuple(self._classes)))
+                    found = self._callees(kernel, tuple(self._classes)).values()
+                    self.names.update(self._key(f) for f in found)
                 return _original(kernel, *args, **kwargs)
 
             cls.run = run  # type: ignore[attr-defined]
@@ -414,7 +421,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 # before any timing: a kernel that accumulates into its arguments would give
                 # outputs that depend on how many repetitions ran
                 classes = launch_capture.launching_classes()
-                with LaunchLog(classes, launch_capture.callees) as launched:
+                with LaunchLog(
+                    classes, launch_capture.callee_functions, launch_capture.kernel_key
+                ) as launched:
                     saved = call.outputs(inputs)
                 row["launched"] = sorted(launched.names)
                 torch.save(saved, out_dir / f"outputs-{i}.pt")

@@ -734,7 +734,7 @@ def test_a_kernel_of_the_targets_name_in_another_file_is_not_the_target(tmp_path
 def test_the_runs_watch_the_prs_kernels_by_name_and_package_path() -> None:
     from types import SimpleNamespace as NS
 
-    from eval.backends import watched_kernels
+    from eval.targets import watched_kernels
 
     task = NS(kernels=(NS(name="k", file="src/liger_kernel/ops/rms_norm.py"),
                        NS(name="j", file="fla/ops/gla/chunk.py")))  # fmt: skip

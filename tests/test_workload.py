@@ -19,8 +19,10 @@ from core.files import write_record
 from curation.model import Hardware, TaskType, TypeDecision, VerificationStatus
 from curation.taskdir import TaskFile, task_dirs
 from eval.gate import decide, workload_verdict
+from eval.launch_capture import kernel_name, same_kernel
 from eval.model import Environment, FailureClass, RunResult, TestOutcome, Variant
 from eval.perf_scores import PEAKS, efficiency, perf_score
+from eval.targets import watched_kernels
 from eval.workload_model import (
     ArgSpec,
     CallResult,
@@ -1671,6 +1673,39 @@ def test_a_workload_that_never_launches_the_named_kernel_does_not_time_the_task(
     assert workload_verdict(good, kernels, "main_kernel")[0]
 
 
+def test_another_files_kernel_of_the_targets_name_does_not_time_the_task() -> None:
+    """A workload that launches `fused_recurrent_fwd_kernel` from another op's file (several
+    flash-linear-attention ops define one; 77 of release 1.24.8's tasks have such a name) does
+    not reach the PR's kernel: the gate matches `name@path` (`eval.targets.watched_kernels`)
+    against the harness's `name@file` entries; a log of bare names (before 2026-12-08) still
+    matches by name."""
+    good = _result(base=1.0, gold=0.5)
+    target = "fused_recurrent_fwd_kernel@fla/ops/gla/fused_recurrent.py"
+    other = "fused_recurrent_fwd_kernel@/tmp/swp/gold/fla/ops/retention/fused_recurrent.py"
+    mine = "fused_recurrent_fwd_kernel@/tmp/swp/gold/fla/ops/gla/fused_recurrent.py"
+    elsewhere = replace(good, calls=tuple(replace(c, gold_launched=(other,)) for c in good.calls))
+    ok, why = workload_verdict(elsewhere, [target], target)
+    assert not ok and why.endswith("(it launched fused_recurrent_fwd_kernel)")
+    reached = replace(
+        good, calls=tuple(replace(c, gold_launched=(other, mine)) for c in good.calls)
+    )
+    assert workload_verdict(reached, [target], target)[0]
+    bare = replace(good, calls=tuple(replace(c, gold_launched=("fused_recurrent_fwd_kernel",))
+                                      for c in good.calls))  # fmt: skip
+    assert workload_verdict(bare, [target], target)[0]
+    # the named-kernel rule alone: the side target launched from its own file, the named one
+    # only from another file
+    side = "side_kernel@fla/ops/gla/utils.py"
+    named_elsewhere = replace(good, calls=tuple(
+        replace(c, gold_launched=(other, "side_kernel@/x/fla/ops/gla/utils.py"))
+        for c in good.calls))  # fmt: skip
+    ok, why = workload_verdict(named_elsewhere, [target, side], target)
+    assert not ok and why.startswith(
+        "the workload's gold never launches the kernel the task is named after "
+        "(fused_recurrent_fwd_kernel; it launched "
+    )
+
+
 def test_a_gold_faster_than_the_gpu_can_move_its_tensors_is_no_measurement() -> None:
     """flash-linear-attention #449's first plan on the H200 (2026-12-06): the gold "moved" 800
     MB in 1.7 us, about 100x the copy peak, because the launch kept the test's grid. Its base
@@ -2027,7 +2062,11 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
         result.seconds["base-0"] + 0.05)  # fmt: skip
     # the harness saw which Triton kernels each size launched: the wrapper and the bare kernel
     # both reach the target
-    assert [c.gold_launched for c in result.calls] == [("rowscale_kernel",)] * 2
+    # both reach the target, named with the file that defines it
+    assert [[kernel_name(k) for k in c.gold_launched or ()] for c in result.calls] == [
+        ["rowscale_kernel"]] * 2  # fmt: skip
+    assert all(same_kernel(k, w) for c in result.calls for k in c.gold_launched or ()
+               for w in watched_kernels(task))  # fmt: skip
     # a prediction that computes something else is caught by the comparison
     kernel = "@triton.jit\n" + ROWSCALE.split("@triton.jit\n")[1].split("\n\n\ndef ")[0]
     wrong = {
@@ -2686,7 +2725,7 @@ def test_the_workload_log_names_the_device_functions_a_launch_reaches(
     the gate see it."""
     import importlib
 
-    from eval.launch_capture import callees, launching_classes
+    from eval.launch_capture import callee_functions, kernel_key, launching_classes
     from eval.workload_harness import LaunchLog
 
     pkg = tmp_path / "tinyops"
@@ -2697,9 +2736,14 @@ def test_the_workload_log_names_the_device_functions_a_launch_reaches(
     monkeypatch.syspath_prepend(str(tmp_path))
     kernels = importlib.import_module("tinyops.kernels")
     x = torch.zeros(8)
-    with LaunchLog(launching_classes(), callees) as log:
+    with LaunchLog(launching_classes(), callee_functions, kernel_key) as log:
         kernels.bump_kernel[(1,)](x, 8, BLOCK=8)
-    assert log.names == {"bump_kernel", "add_one", "plus_one"}
+    assert {kernel_name(n) for n in log.names} == {"bump_kernel", "add_one", "plus_one"}
+    # each with the file that defines it: the gate tells `tinyops/helpers.py`'s `add_one` from
+    # another file's of the name
+    files = {kernel_name(n): n.partition("@")[2] for n in log.names}
+    assert files["add_one"].endswith("/tinyops/helpers.py")
+    assert files["bump_kernel"].endswith("/tinyops/kernels.py")
     assert torch.equal(x, torch.ones(8))
     with LaunchLog(launching_classes()) as plain:  # without it: the launched kernel alone
         kernels.bump_kernel[(1,)](x, 8, BLOCK=8)
