@@ -54,7 +54,7 @@ def kernel_key(fn: Any) -> str:
 def same_kernel(entry: str, wanted: str) -> bool:
     """Whether a launch log entry (`kernel_key`, or a bare name as logs before 2026-12-08 kept
     them) is the wanted kernel (`name`, or `name@path` with the path from the package root, as
-    `eval.backends.watched_kernels` gives it): the names agree and, where both carry a file,
+    `eval.targets.watched_kernels` gives it): the names agree and, where both carry a file,
     the entry's file ends with the wanted one."""
     name, _, path = entry.partition("@")
     want, _, file = wanted.partition("@")
