@@ -5,7 +5,7 @@
 # runs each (the PMR's median), nothing else on the GPU, so the rows' `gpu_company` should read 0.
 # SCORE_JOBS=N (2026-12-08): N tasks scored side by side, for completion (their PMRs are not
 # quiet-GPU numbers then)
-# Usage (move release/ aside first): [CARRY=.carry/p] [SCORE_JOBS=1] [NO_WL=1] [SCORE_RUNS=3] [REQUIRE_GPU=H200] call_pmr.sh [END seconds, default 540]
+# Usage (move release/ aside first): [CARRY=.carry/p] [SCORE_JOBS=1] [NO_WL=1] [SETUP_S=0] [SCORE_RUNS=3] [REQUIRE_GPU=H200] call_pmr.sh [END seconds, default 540]
 . scripts/device_env.sh
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } > $O/machine.txt 2>&1
 # REQUIRE_GPU (2026-12-06, seventh session): the references of `.carry/p` ran on an H200, and a
@@ -31,11 +31,20 @@ if [ -z "${NO_WL:-}" ] && [ -s $C/wl_oracle.txt ]; then
     --triton-cache /tmp/tcp > $O/wl_oracle.log 2>&1
   echo "workload oracle rc $? after $(( $(date +%s) - S )) s" >> $O/wl_oracle.log
 fi
-timeout -k 30 -s INT $(( END - $(date +%s) + S )) python3 -m eval score $C/gold.jsonl --tasks $T --task-file $C/score.txt $R $W \
+# SETUP_S=SECONDS (2026-12-08): the do-nothing answer (`setup.jsonl`, `eval oracle --from
+# setup`) scored too, in the last SETUP_S seconds or whatever the gold's scores leave
+SET=${SETUP_S:-0}; [ -s $C/setup.jsonl ] || SET=0
+timeout -k 30 -s INT $(( END - SET - $(date +%s) + S )) python3 -m eval score $C/gold.jsonl --tasks $T --task-file $C/score.txt $R $W \
   --out /tmp/spmr_gold --jobs ${SCORE_JOBS:-1} --runs ${SCORE_RUNS:-3} --timeout 300 --scratch /tmp/scp \
   --triton-cache /tmp/tcp > $O/score_pmr.log 2>&1
 echo "pmr rc $? after $(( $(date +%s) - S )) s" >> $O/score_pmr.log
+if [ $SET -gt 0 ]; then
+  timeout -k 30 -s INT $(( END - 40 - $(date +%s) + S )) python3 -m eval score $C/setup.jsonl --tasks $T --task-file $C/score.txt $R $W \
+    --out /tmp/spmr_setup --jobs ${SCORE_JOBS:-1} --runs 1 --timeout 300 --scratch /tmp/scs \
+    --triton-cache /tmp/tcp > $O/score_setup.log 2>&1
+  echo "setup rc $? after $(( $(date +%s) - S )) s" >> $O/score_setup.log
+fi
 rm -rf /tmp/pack && mkdir -p /tmp/pack && cp $O/*.log $O/machine.txt /tmp/pack/
-( cd /tmp && find spmr_gold -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' -o -name workload_result.json \) -size -2M -print0 | tar --null -cf /tmp/pack/scores.tar -T - )
+( cd /tmp && find spmr_gold spmr_setup -maxdepth 2 \( -name 'report.*' -o -name '*.jsonl' -o -name workload_result.json \) -size -2M -print0 | tar --null -cf /tmp/pack/scores.tar -T - )
 tar -C /tmp/pack -czf $O/results.tgz . && rm -f $O/*.log && ls -la $O
-grep -hv "━" /tmp/pack/wl_oracle.log /tmp/pack/score_pmr.log 2>/dev/null | grep -v no_prediction | tail -n 45 | cut -c1-220
+grep -hv "━" /tmp/pack/wl_oracle.log /tmp/pack/score_pmr.log /tmp/pack/score_setup.log 2>/dev/null | grep -v no_prediction | tail -n 45 | cut -c1-220

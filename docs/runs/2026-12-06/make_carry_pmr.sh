@@ -72,6 +72,8 @@ done
 R=""; for b in fla:flash-linear-attention lig:liger-kernel mlm:megatron-lm; do
   [ -e $C/${b%%:*}.git ] && R="$R --repo-path ${b#*:}=$C/${b%%:*}.git"; done
 python -m eval oracle --tasks $work/tasks --task-file $C/score.txt $R --from gold --out $C/gold.jsonl | tail -n 1
+# setup.jsonl (2026-12-08): the do-nothing answer of the same tasks, for call_pmr.sh's SETUP_S
+python -m eval oracle --tasks $work/tasks --task-file $C/score.txt $R --from setup --out $C/setup.jsonl | tail -n 1
 # wl_oracle.txt (2026-12-07, eighth session): the optimizations among them that their workload
 # verified; `eval score` completes such a task only on the prediction's workload times in its
 # out folder (`eval.score.workload_times`), so call_pmr.sh times the gold on the workload first
