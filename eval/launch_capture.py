@@ -43,12 +43,13 @@ def launching_classes() -> list[type]:
 
 def kernel_key(fn: Any) -> str:
     """A Triton function as a launch log names it: `name@file`, the file its code was compiled
-    from (`/`-separated), or the bare name when the code says none. Two kernels of one name in
+    from (`/`-separated), or the bare name when the code names no file. Two kernels of one name in
     two files (77 of release 1.24.8's 455 tasks have one) are two entries."""
     py = getattr(fn, "fn", None)
     name = getattr(py, "__name__", "") or "?"
     path = str(getattr(getattr(py, "__code__", None), "co_filename", "") or "")
-    return f"{name}@{path.replace(os.sep, '/')}" if path else name
+    # code made from a string (`exec`, "<string>") says no file: matched by its name alone
+    return f"{name}@{path.replace(os.sep, '/')}" if path and not path.startswith("<") else name
 
 
 def same_kernel(entry: str, wanted: str) -> bool:

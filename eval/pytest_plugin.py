@@ -451,10 +451,10 @@ class _KernelWatch:
     def owns(self, kernel: Any) -> bool:
         """Whether a launched kernel of this name is the target: defined in one of `files`
         (by its code's file name, so a package imported under another name still matches;
-        unknown file: yes)."""
+        unknown file, or code made from a string: yes)."""
         code = getattr(getattr(kernel, "fn", None), "__code__", None)
         path = str(getattr(code, "co_filename", "") or "").replace(os.sep, "/")
-        if not self.files or not path:
+        if not self.files or not path or path.startswith("<"):  # "<string>": code from exec
             return True
         if any(path == f or path.endswith("/" + f) for f in self.files):
             return True

@@ -729,6 +729,13 @@ def test_a_kernel_of_the_targets_name_in_another_file_is_not_the_target(tmp_path
     assert both.to_dict()["calls"] == 3 and both.to_dict()["total_ms"] == 1.5
     cfg = WatchConfig.from_env({"TPB_KERNELS": "a@x/a.py, b ,a@y/a.py"})
     assert cfg.kernels == ("a", "b") and cfg.kernel_files == (("a", "x/a.py"), ("a", "y/a.py"))
+    # a kernel whose code was made from a string (`exec`: "<string>") names no file: its name
+    # decides, as before the file rule
+    from types import SimpleNamespace as NS
+
+    made = NS(fn=NS(__name__="k", __code__=compile("pass", "<string>", "exec")))
+    watch = _KernelWatch("k", CaptureStore(1), files=frozenset({"pkg/k.py"}))
+    assert watch.owns(made) and not watch.elsewhere
 
 
 def test_the_runs_watch_the_prs_kernels_by_name_and_package_path() -> None:

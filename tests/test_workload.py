@@ -2739,6 +2739,11 @@ def test_the_workload_log_names_the_device_functions_a_launch_reaches(
     with LaunchLog(launching_classes(), callee_functions, kernel_key) as log:
         kernels.bump_kernel[(1,)](x, 8, BLOCK=8)
     assert {kernel_name(n) for n in log.names} == {"bump_kernel", "add_one", "plus_one"}
+    # code made from a string names no file: its entry is the bare name, which matches by name
+    from types import SimpleNamespace as NS
+
+    made = NS(fn=NS(__name__="k", __code__=compile("pass", "<string>", "exec")))
+    assert kernel_key(made) == "k"
     # each with the file that defines it: the gate tells `tinyops/helpers.py`'s `add_one` from
     # another file's of the name
     files = {kernel_name(n): n.partition("@")[2] for n in log.names}
