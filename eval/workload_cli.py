@@ -298,10 +298,11 @@ def _say(console: Any, task_id: str, line: str) -> None:
 
 
 def _phases(result: WorkloadResult) -> str:
-    """Inside the harness processes, summed over them: `; inside: imports 21, ...`."""
+    """Inside the harness processes, summed over them: `; inside: imports 21, ...`, then the
+    import profile's packages (`import transformers 40`: part of imports and entry)."""
     totals: dict[str, float] = {}
     for key, spent in result.phases.items():
-        phase = key.rsplit(" ", 1)[-1]
+        phase = key.partition(" ")[2]  # "base-0 entry", "gold-1 import torch"
         totals[phase] = totals.get(phase, 0.0) + spent
     return "; inside: " + ", ".join(f"{k} {v:.0f}" for k, v in totals.items()) if totals else ""
 

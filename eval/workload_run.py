@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import sys
 import time
@@ -55,6 +56,12 @@ from eval.workload_plan import Captured, TreeView, captured_launch, plan_workloa
 log = logging.getLogger(__name__)
 
 HARNESS = Path(__file__).resolve().parent / "workload_harness.py"
+# Python's import profile (`-X importtime`) in every timing process's log: where a process's
+# "imports" and "entry" phases go, by top-level package (#1187 on an H100, call 91: 10-13 s of
+# framework import a process, 0.5 s for the same import on a CPU host)
+IMPORT_PROFILE_ENV = {"PYTHONPROFILEIMPORTTIME": "1"}
+IMPORT_TOP = 5  # the packages a process's phases name, by their own import time
+_IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+\d+ \|\s*([\w.]+)\s*$")
 JOB = ".tpb_workload_job.json"
 RESULT = ".tpb_workload_result.json"
 SEED = 20261201
@@ -185,6 +192,8 @@ def _run_once(
         env["TRITON_INTERPRET"] = "1"
     if prefix:
         env.update(CHECKED_ENV)
+    else:
+        env.update(IMPORT_PROFILE_ENV)
     sandboxed = not (trusted and settings.trusted_unsandboxed)
 
     run = run_script(
@@ -200,13 +209,36 @@ def _run_once(
         sandboxed=sandboxed,
         prefix=prefix,
     )
+    imported, log = import_profile(run.log)
+    run = replace(run, log=log)
     if run.output is None:
         why = "timed out" if run.timed_out else f"exit {run.exit_code}: {run.last_words()}"
         return {"error": why}, run
     try:
-        return json.loads(run.output), run
+        result = json.loads(run.output)
     except json.JSONDecodeError:
         return {"error": "the harness wrote no JSON"}, run
+    if isinstance(result, dict) and isinstance(result.get("phases"), dict):
+        result["phases"].update({f"import {name}": s for name, s in imported.items()})
+    return result, run
+
+
+def import_profile(log: str, top: int = IMPORT_TOP) -> tuple[dict[str, float], str]:
+    """A harness log's `-X importtime` report summed by top-level package (each module's own
+    import time, seconds; the `top` largest, rounded to 10 ms), and the log without the report
+    (whose lines would otherwise be a crash's "last words")."""
+    spent: dict[str, float] = {}
+    kept: list[str] = []
+    for line in log.splitlines():
+        m = _IMPORT_LINE.match(line)
+        if m is None:
+            if not line.startswith("import time:"):  # the report's header
+                kept.append(line)
+            continue
+        package = m[2].split(".")[0]
+        spent[package] = spent.get(package, 0.0) + int(m[1]) / 1e6
+    largest = sorted(spent.items(), key=lambda kv: -kv[1])[:top]
+    return {name: round(s, 2) for name, s in largest}, "\n".join(kept) + ("\n" if kept else "")
 
 
 def _load_outputs(path: Path) -> dict[str, Any] | None:
