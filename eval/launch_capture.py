@@ -52,6 +52,14 @@ def kernel_key(fn: Any) -> str:
     return f"{name}@{path.replace(os.sep, '/')}" if path and not path.startswith("<") else name
 
 
+def relative_key(entry: str, root: str) -> str:
+    """A `kernel_key` entry with its file made relative to `root` (the variant's tree) when it
+    lies there: a published result names `fla/ops/gla/chunk.py`, not a scratch folder."""
+    name, _, path = entry.partition("@")
+    top = root.replace(os.sep, "/").rstrip("/") + "/"
+    return f"{name}@{path[len(top) :]}" if path.startswith(top) else entry
+
+
 def same_kernel(entry: str, wanted: str) -> bool:
     """Whether a launch log entry (`kernel_key`, or a bare name as logs before 2026-12-08 kept
     them) is the wanted kernel (`name`, or `name@path` with the path from the package root, as
@@ -67,16 +75,11 @@ def kernel_name(entry: str) -> str:
     return entry.partition("@")[0]
 
 
-def callees(fn: Any, jit_types: tuple[type, ...]) -> frozenset[str]:
-    """The names of the Triton functions a Triton function calls, transitively: the globals its
-    code names (`exp`, or `op` and `exp` for `op.exp`) that are Triton functions, resolved in
-    its module's namespace. What a launch of it runs besides itself."""
-    return frozenset(callee_functions(fn, jit_types))
-
-
 def callee_functions(fn: Any, jit_types: tuple[type, ...]) -> dict[str, Any]:
-    """`callees`, each name with the Triton function it resolved to (whose file tells a device
-    function from another file's of the same name)."""
+    """The Triton functions a Triton function calls, transitively, by name: the globals its
+    code names (`exp`, or `op` and `exp` for `op.exp`) that are Triton functions, resolved in
+    its module's namespace (what a launch of it runs besides itself; each function's file tells
+    a device function from another file's of the same name)."""
     found: dict[str, Any] = {}
     todo = [fn]
     while todo:

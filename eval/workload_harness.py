@@ -425,7 +425,10 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                     classes, launch_capture.callee_functions, launch_capture.kernel_key
                 ) as launched:
                     saved = call.outputs(inputs)
-                row["launched"] = sorted(launched.names)
+                here = os.getcwd()  # the variant's tree
+                row["launched"] = sorted(
+                    launch_capture.relative_key(n, here) for n in launched.names
+                )
                 torch.save(saved, out_dir / f"outputs-{i}.pt")
                 row["outputs"] = f"outputs-{i}.pt"
             phases["outputs"] += time.perf_counter() - t0

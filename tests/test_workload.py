@@ -2103,6 +2103,9 @@ def test_the_harness_times_base_and_gold_and_compares_outputs(
         ["rowscale_kernel"]] * 2  # fmt: skip
     assert all(same_kernel(k, w) for c in result.calls for k in c.gold_launched or ()
                for w in watched_kernels(task))  # fmt: skip
+    # the file relative to the variant's tree: no scratch folder in a published result
+    assert {k for c in result.calls for k in c.gold_launched or ()} == {
+        "rowscale_kernel@pkg/ops/rowscale.py"}  # fmt: skip
     # a prediction that computes something else is caught by the comparison
     kernel = "@triton.jit\n" + ROWSCALE.split("@triton.jit\n")[1].split("\n\n\ndef ")[0]
     wrong = {
@@ -2780,6 +2783,11 @@ def test_the_workload_log_names_the_device_functions_a_launch_reaches(
 
     made = NS(fn=NS(__name__="k", __code__=compile("pass", "<string>", "exec")))
     assert kernel_key(made) == "k"
+    from eval.launch_capture import relative_key
+
+    assert relative_key("k@/tmp/swp/gold/fla/ops/a.py", "/tmp/swp/gold/") == "k@fla/ops/a.py"
+    assert relative_key("k@/usr/lib/x/a.py", "/tmp/swp/gold") == "k@/usr/lib/x/a.py"
+    assert relative_key("k", "/tmp/swp/gold") == "k"
     # each with the file that defines it: the gate tells `tinyops/helpers.py`'s `add_one` from
     # another file's of the name
     files = {kernel_name(n): n.partition("@")[2] for n in log.names}
