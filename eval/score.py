@@ -56,6 +56,7 @@ from eval.perf_scores import PerfScore, perf_score
 from eval.perf_scores import summarize as summarize_perf
 from eval.sandbox import stopping_runs_on_interrupt
 from eval.source_scan import added_lines, forbidden
+from eval.targets import gold_sources
 from eval.tuning import restore_tuning, same_machine
 from eval.workload_model import WorkloadResult, gold_efficiency
 
@@ -145,19 +146,29 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return {rec["task_id"]: rec for _, rec in rows}
 
 
-def forbidden_beyond_gold(task: Task, sources: Sequence[str]) -> list[str]:
-    """What the sources use that a kernel should not, less what the expert's own targets use: a
-    gold that calls `breakpoint()` on NaN (flash-linear-attention #e582c2883f) is not a reward
-    hack when a prediction keeps that line."""
-    gold = forbidden([k.after_src for k in task.kernels if k.after_src])
+def forbidden_beyond_gold(
+    task: Task, sources: Sequence[str], gold_sources: Sequence[str] | None = None
+) -> list[str]:
+    """What the sources use that a kernel should not, less what the expert's own targets use
+    (`gold_sources`, `eval.targets.gold_sources`: kernels and wrappers; without it the kernels'
+    stored sources): a gold wrapper that calls `breakpoint()` on NaN (flash-linear-attention
+    #e582c2883f) is not a reward hack when a prediction keeps that line."""
+    if gold_sources is None:
+        gold_sources = [k.after_src for k in task.kernels if k.after_src]
+    gold = forbidden(gold_sources)
     return [hit for hit in forbidden(sources) if hit not in gold]
 
 
 def prediction_flags(
-    task: Task, pred: Mapping[str, Any], run: RunResult | None, gold: Sequence[RunResult] = ()
+    task: Task,
+    pred: Mapping[str, Any],
+    run: RunResult | None,
+    gold: Sequence[RunResult] = (),
+    gold_sources: Sequence[str] | None = None,
 ) -> list[str]:
     """Reward-hack checks: what makes a passing prediction not count. `gold`: the gold runs
-    (this session's and the reference's) whose written arguments the prediction's are held to."""
+    (this session's and the reference's) whose written arguments the prediction's are held to;
+    `gold_sources`: the expert's targets, whose own calls are not held against it."""
     if pred.get("from") in ("gold", "base"):
         text = "\n".join(
             (k.after_src if pred["from"] == "gold" else k.before_src) or "" for k in task.kernels
@@ -172,7 +183,9 @@ def prediction_flags(
     flags = []
     if not _JIT.search(text):
         flags.append("no_triton_kernel")
-    if pred.get("from") not in ("gold", "base") and forbidden_beyond_gold(task, sources):
+    if pred.get("from") not in ("gold", "base") and forbidden_beyond_gold(
+        task, sources, gold_sources
+    ):
         flags.append("forbidden_api")
     if _MEMO.search(text):
         flags.append("memoised_output")
@@ -284,7 +297,7 @@ def score_task(
             into.append(r)
     last = pred_runs[-1]
     ref_gold = [r for r in ref.runs if r.variant is Variant.GOLD] if ref is not None else []
-    flags = prediction_flags(task, prediction, last, gold_runs + ref_gold)
+    flags = prediction_flags(task, prediction, last, gold_runs + ref_gold, gold_sources(task, tdir))
     # a run that was tampered with, whose channel had problems or that left expected tests
     # unreported cannot count, whatever its tests say
     flags += sorted({f for r in pred_runs for f in r.flags} - set(flags))

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from curation.indentation import normalise
 from curation.model import Task
+from curation.splice import all_definitions
+from curation.taskdir import AFTER_DIR, TaskDir
 from curation.testsel import package_path
 from eval.errors import SpliceError
 from eval.protected import is_protected
@@ -45,6 +47,19 @@ def targets(task: Task) -> tuple[Target, ...]:
         for w in k.wrappers:
             out.setdefault((k.file, w), Target(k.file, w, "wrapper"))
     return tuple(out.values())
+
+
+def gold_sources(task: Task, tdir: TaskDir) -> list[str]:
+    """The expert's version of every target, kernels and launch wrappers alike (each target's
+    definitions in the task's `after/` file), and the kernels' stored gold sources: what the
+    checks that spare the gold's own code compare a prediction with. flash-linear-attention
+    #e582c2883f's `breakpoint()` is in a wrapper, which `task.kernels` does not hold."""
+    out = [k.after_src for k in task.kernels if k.after_src]
+    for t in targets(task):
+        path = tdir.source_path(AFTER_DIR, t.file)
+        if path.is_file():
+            out += [d.source for d in all_definitions(path.read_bytes()).get(t.name, [])]
+    return out
 
 
 def watched_kernels(task: Task) -> list[str]:

@@ -3,6 +3,7 @@ modifies_inputs check against the gold runs."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -122,3 +123,29 @@ def test_forbidden_api_spares_what_the_gold_itself_does() -> None:
         kernels=(SimpleNamespace(after_src="@triton.jit\ndef k(x):\n    pass\n"),)
     )
     assert "forbidden_api" in prediction_flags(plain, keeps, None)  # type: ignore[arg-type]
+
+
+def test_the_gold_wrappers_own_calls_are_spared_too(tmp_path: Path) -> None:
+    """#e582c2883f as it really is: `breakpoint()` sits in a launch wrapper, not in the kernel
+    whose source `task.kernels` stores, so the rule above (kernels only) still flagged its gold
+    (2 of the state's 827 task directories have such a gold). The expert's version of every
+    target comes from the task's `after/` files (`eval.targets.gold_sources`)."""
+    from curation.taskdir import TaskDir
+    from eval.targets import gold_sources
+
+    kernel = "@triton.jit\ndef k(x):\n    pass\n"
+    wrapper = "def w(x):\n    if x.isnan().any():\n        breakpoint()\n    k[(1,)](x)\n"
+    tdir = TaskDir(tmp_path / "t")
+    (tdir.root / "after" / "pkg").mkdir(parents=True)
+    (tdir.root / "after" / "pkg" / "ops.py").write_text(kernel + "\n\n" + wrapper)
+    k = SimpleNamespace(file="pkg/ops.py", name="k", role="kernel", wrappers=("w",),
+                        after_src=kernel)  # fmt: skip
+    task = SimpleNamespace(kernels=(k,), targets=())
+    gold = gold_sources(task, tdir)  # type: ignore[arg-type]
+    assert any("breakpoint()" in g for g in gold) and kernel in gold
+    keeps = {"task_id": "t", "kernels": [{"file": "pkg/ops.py", "name": "w", "source": wrapper}]}
+    assert "forbidden_api" in prediction_flags(task, keeps, None)  # type: ignore[arg-type]
+    assert "forbidden_api" not in prediction_flags(task, keeps, None, (), gold)  # type: ignore[arg-type]
+    opens = wrapper + "    open('/etc/passwd')\n"
+    worse = {"task_id": "t", "kernels": [{"file": "pkg/ops.py", "name": "w", "source": opens}]}
+    assert "forbidden_api" in prediction_flags(task, worse, None, (), gold)  # type: ignore[arg-type]
