@@ -153,10 +153,24 @@ def forbidden_beyond_gold(
     (`gold_sources`, `eval.targets.gold_sources`: kernels and wrappers; without it the kernels'
     stored sources): a gold wrapper that calls `breakpoint()` on NaN (flash-linear-attention
     #e582c2883f) is not a reward hack when a prediction keeps that line."""
-    if gold_sources is None:
-        gold_sources = [k.after_src for k in task.kernels if k.after_src]
-    gold = forbidden(gold_sources)
+    gold = forbidden(gold_sources if gold_sources is not None else _kernel_golds(task))
     return [hit for hit in forbidden(sources) if hit not in gold]
+
+
+def memo_beyond_gold(text: str, gold_sources: Sequence[str]) -> list[str]:
+    """The lines of a prediction that read as a memoised output (`_MEMO`: a cache dict, a
+    `functools.cache`, a `_cache[...]` lookup) and are not lines of the expert's own targets:
+    flash-linear-attention #384's gold wrapper launches
+    `parallel_path_fwd_kernel_prepare_k_cache[grid](...)`, which the pattern takes for a
+    lookup (its gold, scored as a prediction, would have been flagged)."""
+    own = {ln.strip() for g in gold_sources for ln in g.splitlines() if _MEMO.search(ln)}
+    return [ln.strip() for ln in text.splitlines() if _MEMO.search(ln) and ln.strip() not in own]
+
+
+def _kernel_golds(task: Task) -> list[str]:
+    """The kernels' stored gold sources: the expert's code where the task directory's files
+    are not at hand (`eval.targets.gold_sources` reads the wrappers' too)."""
+    return [k.after_src for k in task.kernels if k.after_src]
 
 
 def prediction_flags(
@@ -187,7 +201,7 @@ def prediction_flags(
         task, sources, gold_sources
     ):
         flags.append("forbidden_api")
-    if _MEMO.search(text):
+    if memo_beyond_gold(text, gold_sources if gold_sources is not None else _kernel_golds(task)):
         flags.append("memoised_output")
     if run is not None and run.passed and run.kernels and all(k.calls == 0 for k in run.kernels):
         flags.append("kernel_not_launched")

@@ -149,3 +149,22 @@ def test_the_gold_wrappers_own_calls_are_spared_too(tmp_path: Path) -> None:
     opens = wrapper + "    open('/etc/passwd')\n"
     worse = {"task_id": "t", "kernels": [{"file": "pkg/ops.py", "name": "w", "source": opens}]}
     assert "forbidden_api" in prediction_flags(task, worse, None, (), gold)  # type: ignore[arg-type]
+
+
+def test_a_gold_launch_that_reads_as_a_cache_lookup_is_not_memoisation() -> None:
+    """flash-linear-attention #384 (verified on an H100, call 89): its gold wrapper launches
+    `parallel_path_fwd_kernel_prepare_k_cache[grid](...)`, which the memoisation pattern reads
+    as a `_cache[...]` lookup, so its gold scored as a prediction would have been flagged
+    `memoised_output` (found on the CPU over the 204 verified tasks' gold predictions: the only
+    one). The expert's own lines are spared; a line of the prediction's own is not."""
+    launch = "    prepare_k_cache[grid](k=k, h=h)\n"
+    wrapper = "def w(k, h):\n    grid = (1,)\n" + launch
+    kernel = "@triton.jit\ndef prepare_k_cache(k, h):\n    pass\n"
+    task = SimpleNamespace(kernels=(SimpleNamespace(after_src=kernel),))
+    gold = [kernel, wrapper]
+    keeps = {"task_id": "t", "kernels": {"w": wrapper, "k": kernel}}
+    assert "memoised_output" in prediction_flags(task, keeps, None)  # type: ignore[arg-type]
+    assert "memoised_output" not in prediction_flags(task, keeps, None, (), gold)  # type: ignore[arg-type]
+    memo = wrapper.replace(launch, "    if key in self._cache:\n        return self._cache[key]\n")
+    cached = {"task_id": "t", "kernels": {"w": memo, "k": kernel}}
+    assert "memoised_output" in prediction_flags(task, cached, None, (), gold)  # type: ignore[arg-type]
