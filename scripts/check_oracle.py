@@ -11,7 +11,10 @@ the module-level statements the setup state keeps before a base target and the g
 prediction may use them, so the splice leaves them. Any other differing file is a mismatch
 (named, with the first lines of its diff); an exception while building a tree (an EvalError, a
 SpliceError) is an error, with its message. A task whose framework has no `--repo-path` is
-skipped. Files whose blobs the repository lacks (assets a mirror snapshot left out) are left
+skipped. A record that rebuilds the gold but that the scorer's static checks would not credit
+(`eval.score.prediction_flags` with the gold targets' own sources, `eval.targets.gold_sources`:
+no Triton kernel, a forbidden API, a memoised output) is `flagged`, with the flags. Files
+whose blobs the repository lacks (assets a mirror snapshot left out) are left
 out of the trees, as `eval bundle` leaves them out, and named in the report.
 
 Reads: task directories and the frameworks' repositories. Writes: scratch trees (deleted as it
@@ -40,7 +43,9 @@ from curation.taskdir import TaskDir, TaskFile
 from eval.errors import EvalError
 from eval.model import Variant
 from eval.oracle import oracle_record
+from eval.score import prediction_flags
 from eval.session import EvalSettings, select_tasks
+from eval.targets import gold_sources
 from eval.workspace import SourceStore, prepare
 from mining.git import GitRepo
 from mining.store import repo_paths
@@ -51,6 +56,11 @@ IDENTICAL, MISMATCH, ERROR, SKIPPED = "identical", "mismatch", "error", "skipped
 # the splice leaves them; they bind nothing the gold binds (flash-linear-attention
 # #eeee0ee84d `inv_ln2`, #3cb53c2adf the kernel `chunk_gsa_fwd_kernel_h`)
 CARRIED = "carried"
+# identical or carried, but the scorer's static checks (`eval.score.prediction_flags` without a
+# run: no_triton_kernel, forbidden_api, memoised_output) would not credit it: the gold would
+# never complete (2026-12-08: #e582c2883f's wrapper `breakpoint()`, #384's launch of a kernel
+# named `..._cache`, both found only after GPU time was spent on them)
+FLAGGED = "flagged"
 HINT_LINES = 3
 
 
@@ -117,15 +127,18 @@ def check_task(
     patch = tdir.read_bytes(TaskFile.GOLD_PATCH) or b""
     files = list(dict.fromkeys(path for path, _ in split_patch(patch)))
     row["files"] = len(files)
+    flags = prediction_flags(task, record, None, (), gold_sources(task, tdir))
+    if flags:
+        row["flags"] = flags
     differing = compare(gold, pred, files)
     if not differing:
-        return {**row, "status": IDENTICAL}
+        return {**row, "status": FLAGGED if flags else IDENTICAL}
     carried = {
         rel: carried_names(_read(gold / rel), _read(pred / rel), file_targets(task.targets, rel))
         for rel in differing
     }
     if all(names is not None for names in carried.values()):
-        return {**row, "status": CARRIED, "carried": carried}
+        return {**row, "status": FLAGGED if flags else CARRIED, "carried": carried}
     differing = [rel for rel in differing if carried[rel] is None]
     rel = differing[0]
     hint = diff_hint(_read(gold / rel), _read(pred / rel))
@@ -151,6 +164,8 @@ def _line(r: dict[str, Any]) -> str:
         return f"{r['task_id']}: error ({r.get('stage')}): {r['message']}"
     if r["status"] == SKIPPED:
         return f"{r['task_id']}: skipped: {r['message']}"
+    if r["status"] == FLAGGED:
+        return f"{r['task_id']}: the gold, but the scorer would flag it: {', '.join(r['flags'])}"
     if r["status"] == CARRIED:
         names = "; ".join(f"{f}: {', '.join(n)}" for f, n in r["carried"].items())
         return f"{r['task_id']}: the gold but for the base's carried {names}"
@@ -158,8 +173,8 @@ def _line(r: dict[str, Any]) -> str:
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """framework -> {checked, identical, carried, mismatch, error, skipped}; "all" sums
-    them."""
+    """framework -> {checked, identical, carried, mismatch, error, skipped, flagged}; "all"
+    sums them."""
     counts: dict[str, Counter[str]] = {}
     for r in results:
         fw = r.get("framework") or "?"
@@ -167,7 +182,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
             c = counts.setdefault(key, Counter())
             c[r["status"]] += 1
             c["checked"] += r["status"] != SKIPPED
-    cols = ("checked", IDENTICAL, CARRIED, MISMATCH, ERROR, SKIPPED)
+    cols = ("checked", IDENTICAL, CARRIED, MISMATCH, ERROR, SKIPPED, FLAGGED)
     order = sorted(counts, key=lambda fw: (fw == "all", fw))
     return {fw: {k: counts[fw][k] for k in cols} for fw in order}
 
@@ -236,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     findings = [r for r in results if r["status"] not in (IDENTICAL, CARRIED, SKIPPED)]
     carried = [r for r in results if r["status"] == CARRIED]
     skipped = [r for r in results if r["status"] == SKIPPED]
-    print("framework: checked / identical / carried / mismatch / error / skipped")
+    print("framework: checked / identical / carried / mismatch / error / skipped / flagged")
     for fw, c in counts.items():
         print(f"  {fw}: " + " / ".join(str(n) for n in c.values()))
     for r in carried + findings:

@@ -18,7 +18,7 @@ from mining.git import GitRepo
 from tests.tinyfw import make_task_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from check_oracle import CARRIED, ERROR, IDENTICAL, MISMATCH, check_task, main
+from check_oracle import CARRIED, ERROR, FLAGGED, IDENTICAL, MISMATCH, check_task, main
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +37,11 @@ def test_the_gold_oracle_of_a_task_is_its_gold(
     assert main(argv) == 0
     report = json.loads(out.read_text())
     assert report["counts"]["all"] == {
-        "checked": 1, IDENTICAL: 1, CARRIED: 0, MISMATCH: 0, ERROR: 0, "skipped": 0
+        "checked": 1, IDENTICAL: 1, CARRIED: 0, MISMATCH: 0, ERROR: 0, "skipped": 0, FLAGGED: 0
     }  # fmt: skip
     [row] = report["results"]
     assert row["status"] == IDENTICAL and row["files"] >= 1
-    assert f"{framework}: 1 / 1 / 0 / 0 / 0 / 0" in capsys.readouterr().out
+    assert f"{framework}: 1 / 1 / 0 / 0 / 0 / 0 / 0" in capsys.readouterr().out
 
 
 def test_a_record_that_is_not_the_gold_is_a_mismatch_and_a_broken_one_an_error(
@@ -99,3 +99,33 @@ def test_a_constant_the_setup_state_keeps_for_the_base_kernel_is_carried_not_a_m
     [kernel] = [k for k in record["kernels"] if k["name"] == "add_kernel"]
     kernel["source"] = kernel["source"].replace("x + y", "x - y")
     assert check_task(tdir, store, tmp_path / "bad", record)["status"] == MISMATCH
+
+
+def test_a_gold_the_scorer_would_flag_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flash-linear-attention #e582c2883f (2026-12-08): its gold wrapper calls `breakpoint()`
+    on NaN, and the scorer, which spared only what the gold's *kernels* do, flagged the gold
+    scored as a prediction: a task whose gold never completes, found only after GPU time. The
+    check runs the scorer's static flags on the record: with the gold targets' own sources the
+    wrapper's call is spared (identical); with the kernels' alone (the old rule, put back here)
+    the gold is `flagged` and the check fails."""
+    import check_oracle
+
+    from tests.tinyfw import OPS, mine_ops_fix
+
+    base = OPS.replace(
+        "    return out\n", "    if out.isnan().any():\n        breakpoint()\n    return out\n"
+    )
+    gold = base.replace("x + y * 0.0", "x + y")
+    repo, _work, tasks = mine_ops_fix(tmp_path, base, gold, "Fix the sum of the add kernel (#9)")
+    [tdir] = task_dirs(tasks)
+    store = SourceStore(GitRepo(repo))
+    assert check_task(tdir, store, tmp_path / "ok")["status"] == IDENTICAL
+    kernels_only = lambda task, _tdir: [k.after_src for k in task.kernels if k.after_src]  # noqa: E731
+    monkeypatch.setattr(check_oracle, "gold_sources", kernels_only)
+    row = check_task(tdir, store, tmp_path / "old")
+    assert row["status"] == FLAGGED and row["flags"] == ["forbidden_api"], row
+    framework = tdir.load_task().framework
+    assert main([str(tasks), "--repo-path", f"{framework}={repo}"]) == 1
+    assert "the gold, but the scorer would flag it: forbidden_api" in capsys.readouterr().out
