@@ -62,7 +62,9 @@ from eval.workload_model import WorkloadResult, gold_efficiency
 
 log = logging.getLogger(__name__)
 
-_JIT = re.compile(r"triton\.jit|@jit\b|triton\.autotune|\btl\.")
+# a Triton kernel in the prediction's source: `triton.jit` and friends, or Gluon's `gluon.jit`
+# (flash-linear-attention #1010's kernels are Gluon's, and its gold read `no_triton_kernel`)
+_JIT = re.compile(r"triton\.jit|@jit\b|triton\.autotune|\btl\.|gluon\.jit")
 _MEMO = re.compile(
     r"functools\.(lru_)?cache|@(lru_)?cache\b|_cache\s*\[|cache\s*=\s*\{\}|\.get\(\s*key",
 )

@@ -151,6 +151,18 @@ def test_the_gold_wrappers_own_calls_are_spared_too(tmp_path: Path) -> None:
     assert "forbidden_api" in prediction_flags(task, worse, None, (), gold)  # type: ignore[arg-type]
 
 
+def test_a_gluon_kernel_is_a_triton_kernel() -> None:
+    """flash-linear-attention #1010 (`scripts/check_oracle.py` over the 827 task directories,
+    2026-12-08): its targets are Gluon kernels (`@gluon.jit`, `gl.` language), and its gold,
+    scored as a prediction, read `no_triton_kernel`."""
+    gluon = "@gluon.jit\ndef k(x_ptr, BLOCK: gl.constexpr):\n    pass\n"
+    task = SimpleNamespace(kernels=(SimpleNamespace(after_src=gluon),))
+    pred = {"task_id": "t", "kernels": {"k": gluon}}
+    assert "no_triton_kernel" not in prediction_flags(task, pred, None)  # type: ignore[arg-type]
+    torch_only = {"task_id": "t", "kernels": {"k": "def k(x):\n    return x.sum()\n"}}
+    assert "no_triton_kernel" in prediction_flags(task, torch_only, None)  # type: ignore[arg-type]
+
+
 def test_a_gold_launch_that_reads_as_a_cache_lookup_is_not_memoisation() -> None:
     """flash-linear-attention #384 (verified on an H100, call 89): its gold wrapper launches
     `parallel_path_fwd_kernel_prepare_k_cache[grid](...)`, which the memoisation pattern reads
