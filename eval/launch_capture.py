@@ -41,15 +41,26 @@ def launching_classes() -> list[type]:
     return [*classes, InterpretedFunction]
 
 
+def code_file(fn: Any) -> str:
+    """The file a Triton function's code was compiled from, `/`-separated; "" where the code
+    names none (made from a string by `exec`: "<string>")."""
+    path = str(getattr(getattr(getattr(fn, "fn", None), "__code__", None), "co_filename", "") or "")
+    return "" if path.startswith("<") else path.replace(os.sep, "/")
+
+
+def in_file(path: str, wanted: str) -> bool:
+    """Whether code from `path` (`code_file`) is in the file `wanted` (a path from the package
+    root, so a package imported from any folder matches); either one unknown (""): yes."""
+    return not path or not wanted or path == wanted or path.endswith("/" + wanted)
+
+
 def kernel_key(fn: Any) -> str:
-    """A Triton function as a launch log names it: `name@file`, the file its code was compiled
-    from (`/`-separated), or the bare name when the code names no file. Two kernels of one name in
-    two files (77 of release 1.24.8's 455 tasks have one) are two entries."""
-    py = getattr(fn, "fn", None)
-    name = getattr(py, "__name__", "") or "?"
-    path = str(getattr(getattr(py, "__code__", None), "co_filename", "") or "")
-    # code made from a string (`exec`, "<string>") says no file: matched by its name alone
-    return f"{name}@{path.replace(os.sep, '/')}" if path and not path.startswith("<") else name
+    """A Triton function as a launch log names it: `name@file` (`code_file`), or the bare name
+    when the code names no file. Two kernels of one name in two files (77 of release 1.24.8's
+    455 tasks have one) are two entries."""
+    name = getattr(getattr(fn, "fn", None), "__name__", "") or "?"
+    path = code_file(fn)
+    return f"{name}@{path}" if path else name
 
 
 def relative_key(entry: str, root: str) -> str:
@@ -64,10 +75,10 @@ def same_kernel(entry: str, wanted: str) -> bool:
     """Whether a launch log entry (`kernel_key`, or a bare name as logs before 2026-12-08 kept
     them) is the wanted kernel (`name`, or `name@path` with the path from the package root, as
     `eval.targets.watched_kernels` gives it): the names agree and, where both carry a file,
-    the entry's file ends with the wanted one."""
+    the entry's file is the wanted one (`in_file`)."""
     name, _, path = entry.partition("@")
     want, _, file = wanted.partition("@")
-    return name == want and (not path or not file or path == file or path.endswith("/" + file))
+    return name == want and in_file(path, file)
 
 
 def kernel_name(entry: str) -> str:

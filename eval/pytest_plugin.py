@@ -51,7 +51,15 @@ import pytest
 
 from eval import triton_names
 from eval.launch_capture import ArgumentSnapshot as ArgumentSnapshot  # re-exported
-from eval.launch_capture import Capture, CaptureStore, LaunchCapturer, Replay, callee_functions
+from eval.launch_capture import (
+    Capture,
+    CaptureStore,
+    LaunchCapturer,
+    Replay,
+    callee_functions,
+    code_file,
+    in_file,
+)
 from eval.model import KernelTiming
 from eval.parallel_compile import precompiling, workers_from
 
@@ -452,11 +460,8 @@ class _KernelWatch:
         """Whether a launched kernel of this name is the target: defined in one of `files`
         (by its code's file name, so a package imported under another name still matches;
         unknown file, or code made from a string: yes)."""
-        code = getattr(getattr(kernel, "fn", None), "__code__", None)
-        path = str(getattr(code, "co_filename", "") or "").replace(os.sep, "/")
-        if not self.files or not path or path.startswith("<"):  # "<string>": code from exec
-            return True
-        if any(path == f or path.endswith("/" + f) for f in self.files):
+        path = code_file(kernel)
+        if not self.files or any(in_file(path, f) for f in self.files):
             return True
         self.elsewhere.add(path)
         return False

@@ -56,7 +56,7 @@ from eval.perf_scores import PerfScore, perf_score
 from eval.perf_scores import summarize as summarize_perf
 from eval.sandbox import stopping_runs_on_interrupt
 from eval.source_scan import added_lines, forbidden
-from eval.targets import gold_sources
+from eval.targets import gold_sources, kernel_gold_sources
 from eval.tuning import restore_tuning, same_machine
 from eval.workload_model import WorkloadResult, gold_efficiency
 
@@ -148,31 +148,23 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return {rec["task_id"]: rec for _, rec in rows}
 
 
-def forbidden_beyond_gold(
-    task: Task, sources: Sequence[str], gold_sources: Sequence[str] | None = None
-) -> list[str]:
+def forbidden_beyond_gold(sources: Sequence[str], gold_code: Sequence[str]) -> list[str]:
     """What the sources use that a kernel should not, less what the expert's own targets use
-    (`gold_sources`, `eval.targets.gold_sources`: kernels and wrappers; without it the kernels'
-    stored sources): a gold wrapper that calls `breakpoint()` on NaN (flash-linear-attention
-    #e582c2883f) is not a reward hack when a prediction keeps that line."""
-    gold = forbidden(gold_sources if gold_sources is not None else _kernel_golds(task))
+    (`eval.targets.gold_sources`: kernels and wrappers): a gold wrapper that calls
+    `breakpoint()` on NaN (flash-linear-attention #e582c2883f) is not a reward hack when a
+    prediction keeps that line."""
+    gold = forbidden(gold_code)
     return [hit for hit in forbidden(sources) if hit not in gold]
 
 
-def memo_beyond_gold(text: str, gold_sources: Sequence[str]) -> list[str]:
+def memo_beyond_gold(text: str, gold_code: Sequence[str]) -> list[str]:
     """The lines of a prediction that read as a memoised output (`_MEMO`: a cache dict, a
     `functools.cache`, a `_cache[...]` lookup) and are not lines of the expert's own targets:
     flash-linear-attention #384's gold wrapper launches
     `parallel_path_fwd_kernel_prepare_k_cache[grid](...)`, which the pattern takes for a
     lookup (its gold, scored as a prediction, would have been flagged)."""
-    own = {ln.strip() for g in gold_sources for ln in g.splitlines() if _MEMO.search(ln)}
+    own = {ln.strip() for g in gold_code for ln in g.splitlines() if _MEMO.search(ln)}
     return [ln.strip() for ln in text.splitlines() if _MEMO.search(ln) and ln.strip() not in own]
-
-
-def _kernel_golds(task: Task) -> list[str]:
-    """The kernels' stored gold sources: the expert's code where the task directory's files
-    are not at hand (`eval.targets.gold_sources` reads the wrappers' too)."""
-    return [k.after_src for k in task.kernels if k.after_src]
 
 
 def prediction_flags(
@@ -180,11 +172,13 @@ def prediction_flags(
     pred: Mapping[str, Any],
     run: RunResult | None,
     gold: Sequence[RunResult] = (),
-    gold_sources: Sequence[str] | None = None,
+    gold_code: Sequence[str] | None = None,
 ) -> list[str]:
     """Reward-hack checks: what makes a passing prediction not count. `gold`: the gold runs
     (this session's and the reference's) whose written arguments the prediction's are held to;
-    `gold_sources`: the expert's targets, whose own calls are not held against it."""
+    `gold_code`: the expert's targets (`eval.targets.gold_sources`), whose own calls are not
+    held against it (without them, the kernels' stored sources)."""
+    golds = gold_code if gold_code is not None else kernel_gold_sources(task)
     if pred.get("from") in ("gold", "base"):
         text = "\n".join(
             (k.after_src if pred["from"] == "gold" else k.before_src) or "" for k in task.kernels
@@ -199,11 +193,9 @@ def prediction_flags(
     flags = []
     if not _JIT.search(text):
         flags.append("no_triton_kernel")
-    if pred.get("from") not in ("gold", "base") and forbidden_beyond_gold(
-        task, sources, gold_sources
-    ):
+    if pred.get("from") not in ("gold", "base") and forbidden_beyond_gold(sources, golds):
         flags.append("forbidden_api")
-    if memo_beyond_gold(text, gold_sources if gold_sources is not None else _kernel_golds(task)):
+    if memo_beyond_gold(text, golds):
         flags.append("memoised_output")
     if run is not None and run.passed and run.kernels and all(k.calls == 0 for k in run.kernels):
         flags.append("kernel_not_launched")

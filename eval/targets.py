@@ -54,12 +54,18 @@ def gold_sources(task: Task, tdir: TaskDir) -> list[str]:
     definitions in the task's `after/` file), and the kernels' stored gold sources: what the
     checks that spare the gold's own code compare a prediction with. flash-linear-attention
     #e582c2883f's `breakpoint()` is in a wrapper, which `task.kernels` does not hold."""
-    out = [k.after_src for k in task.kernels if k.after_src]
+    out = kernel_gold_sources(task)
     for t in targets(task):
         path = tdir.source_path(AFTER_DIR, t.file)
         if path.is_file():
             out += [d.source for d in all_definitions(path.read_bytes()).get(t.name, [])]
     return out
+
+
+def kernel_gold_sources(task: Task) -> list[str]:
+    """The kernels' stored gold sources (`task.kernels`): the expert's code where the task
+    directory's files are not at hand."""
+    return [k.after_src for k in task.kernels if k.after_src]
 
 
 def watched_kernels(task: Task) -> list[str]:
